@@ -1,0 +1,62 @@
+# nvmetrace — top-level build.
+#
+#   make              the module (against KDIR) and the tool
+#   make deps         install the Debian packages everything needs (apt)
+#   make module       nvmetrace.ko against KDIR (default: the running kernel's build tree)
+#   make tool         the nvmetrace tool (CMake, build/user/nvmetrace)
+#   make demo         the main job on the embedded default: a Debian kernel under
+#                     QEMU, an NVMe/TCP target and host, fio, nvmetrace recording, report
+#   make check        every test (tests/run): unit, KUnit, DKMS, guest scenarios on 6.1 and 6.12
+#   make bench        overhead and speed benchmarks (ratios measured side by side)
+#   make install      install the tool and the module (into the running kernel's tree)
+#   make dkms-install register the module with DKMS
+#   make clean
+
+VERSION := $(shell cat VERSION)
+KDIR ?= /lib/modules/$(shell uname -r)/build
+BUILD ?= $(CURDIR)/build
+PREFIX ?= /usr/local
+export NVMETRACE_BUILD := $(BUILD)
+
+.PHONY: all deps module tool check demo bench install dkms-install clean
+
+all: module tool
+
+deps:
+	tools/deps
+
+module:
+	@if [ ! -f "$(KDIR)/Makefile" ]; then \
+		echo "make: no kernel build tree at $(KDIR)"; \
+		echo "  install the headers (apt-get install linux-headers-$$(uname -r)) or pass KDIR=/path/to/build/tree"; \
+		echo "  (tools/kernels headers 6.12 fetches a stock Debian one)"; \
+		exit 1; fi
+	tools/build-kmod $(KDIR)
+
+tool:
+	cmake -S user -B $(BUILD)/user -DCMAKE_BUILD_TYPE=RelWithDebInfo
+	cmake --build $(BUILD)/user -j$$(nproc)
+
+check:
+	tests/run
+
+demo:
+	tools/demo
+
+bench:
+	tools/bench
+
+install: tool
+	install -D -m 0755 $(BUILD)/user/nvmetrace $(DESTDIR)$(PREFIX)/bin/nvmetrace
+	$(MAKE) -C $(KDIR) M=$(CURDIR)/kmod modules_install
+
+dkms-install:
+	rm -rf /usr/src/nvmetrace-$(VERSION)
+	mkdir -p /usr/src/nvmetrace-$(VERSION)
+	cp -r VERSION dkms.conf kmod /usr/src/nvmetrace-$(VERSION)/
+	dkms add -m nvmetrace -v $(VERSION)
+	dkms build -m nvmetrace -v $(VERSION) && dkms install -m nvmetrace -v $(VERSION)
+
+clean:
+	rm -rf $(BUILD)
+	$(MAKE) -C kmod clean 2>/dev/null || true

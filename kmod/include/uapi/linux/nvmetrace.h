@@ -1,0 +1,225 @@
+/* SPDX-License-Identifier: GPL-2.0 WITH Linux-syscall-note */
+/*
+ * nvmetrace — user-space ABI of the nvmetrace module.
+ *
+ * Shared by the kernel module and the nvmetrace tool; included as
+ * <linux/nvmetrace.h>.  Only fixed-width types, explicit padding, and a
+ * static size check after every struct (see the end of this file).
+ *
+ * Two channels:
+ *   - control: the generic netlink family NVMETRACE_GENL_NAME (commands and
+ *     attributes below);
+ *   - data: /dev/nvmetrace, mmap()ed once per possible CPU.  Each CPU's ring is
+ *     one mapping of nvmetrace_status.map_size bytes at file offset
+ *     cpu * map_size: a control page (struct nvmetrace_ring_ctrl) followed by
+ *     nr_recs fixed-size records (struct nvmetrace_rec).  The ring protocol is
+ *     described in Documentation/ring.md and kmod/ring_core.h.
+ *
+ * All timestamps are CLOCK_MONOTONIC nanoseconds (ktime_get_ns()).
+ */
+#ifndef _UAPI_LINUX_NVMETRACE_H
+#define _UAPI_LINUX_NVMETRACE_H
+
+#include <linux/types.h>
+
+#define NVMETRACE_ABI_VERSION		1
+#define NVMETRACE_DEVICE_NAME		"nvmetrace"	/* /dev/nvmetrace */
+#define NVMETRACE_GENL_NAME		"nvmetrace"
+#define NVMETRACE_GENL_VERSION		1
+
+/* ------------------------------------------------------------------ ring */
+
+#define NVMETRACE_RING_MAGIC		0x4e565452u	/* "NVTR" */
+#define NVMETRACE_RING_VERSION		1
+/* oldest ring version a reader of NVMETRACE_RING_VERSION can still read */
+#define NVMETRACE_RING_COMPAT_VERSION	1
+#define NVMETRACE_RING_CTRL_SIZE	4096
+#define NVMETRACE_CACHELINE		64
+
+/*
+ * The control page at the head of each per-CPU ring.
+ *
+ * Line 0 is written once by the kernel before the ring is published and never
+ * changes.  Line 1 belongs to the producer (the kernel): it writes head with
+ * store-release after the record is complete, and lost with a plain store.
+ * Line 2 belongs to the consumer (user space): it writes tail with
+ * store-release after it has copied the records out.  The kernel never trusts
+ * anything user space writes here: it keeps its own copy of head, size and
+ * mask, and treats a tail that makes no sense as "ring full".
+ */
+struct nvmetrace_ring_ctrl {
+	/* line 0: description, read-only for user space */
+	__u32 magic;		/* NVMETRACE_RING_MAGIC */
+	__u16 version;		/* NVMETRACE_RING_VERSION of the writer */
+	__u16 compat_version;	/* oldest reader version that can read it */
+	__u32 size;		/* sizeof(struct nvmetrace_ring_ctrl) */
+	__u32 rec_size;		/* sizeof(struct nvmetrace_rec) */
+	__u32 nr_recs;		/* records in the ring, a power of two */
+	__u32 cpu;		/* CPU this ring belongs to */
+	__u64 data_offset;	/* bytes from the start of the mapping to record 0 */
+	__u64 map_size;		/* bytes of this ring's mapping */
+	__u8 __pad0[24];
+
+	/* line 1: producer (kernel) */
+	__u64 head;		/* records ever committed; store-release */
+	__u64 lost;		/* records dropped because the ring was full */
+	__u8 __pad1[48];
+
+	/* line 2: consumer (user space) */
+	__u64 tail;		/* records ever consumed; store-release */
+	__u8 __pad2[56];
+
+	__u8 __reserved[NVMETRACE_RING_CTRL_SIZE - 3 * NVMETRACE_CACHELINE];
+};
+
+/* ------------------------------------------------------------- records */
+
+/*
+ * Events.  Host events are numbered from 1, target events from 32, transport
+ * events from 64 (nvme-tcp host), 96 (nvmet-tcp), 128 (nvme-rdma) and 160
+ * (nvmet-rdma).  A number is never reused for another meaning.
+ */
+enum nvmetrace_event {
+	NVMETRACE_EV_NONE		= 0,
+
+	/* host block layer and nvme core */
+	NVMETRACE_EV_BIO_QUEUE		= 1,	/* block_bio_queue / block_io_start */
+	NVMETRACE_EV_RQ_INSERT		= 2,	/* block_rq_insert */
+	NVMETRACE_EV_RQ_ISSUE		= 3,	/* block_rq_issue */
+	NVMETRACE_EV_NVME_SETUP		= 4,	/* nvme_setup_cmd */
+	NVMETRACE_EV_NVME_COMPLETE	= 5,	/* nvme_complete_rq */
+	NVMETRACE_EV_RQ_COMPLETE	= 6,	/* block_rq_complete */
+
+	/* target: nvmet core and its block backend */
+	NVMETRACE_EV_NVMET_INIT		= 32,	/* nvmet_req_init */
+	NVMETRACE_EV_NVMET_EXEC		= 33,	/* nvmet_bdev_execute_rw */
+	NVMETRACE_EV_NVMET_BIO_DONE	= 34,	/* nvmet_bio_done */
+	NVMETRACE_EV_NVMET_COMPLETE	= 35,	/* nvmet_req_complete */
+
+	NVMETRACE_EV_MAX		= 255,
+};
+
+/* nvmetrace_rec.flags */
+#define NVMETRACE_REC_WRITE		(1u << 0)	/* data moves host -> target */
+#define NVMETRACE_REC_HAS_CID		(1u << 1)	/* cid is the NVMe command id */
+#define NVMETRACE_REC_HAS_QID		(1u << 2)	/* qid is known */
+#define NVMETRACE_REC_LEN_BLOCKS	(1u << 3)	/* len counts logical blocks, not bytes */
+
+#define NVMETRACE_NO_LBA		(~(__u64)0)
+
+/*
+ * One sample: one hook firing for one sampled command.  A command's records
+ * share (dev, qid, tag) on the host until nvme_setup_cmd names its command id,
+ * and (cntlid, qid, cid) on the target; user space joins them.
+ */
+struct nvmetrace_rec {
+	__u64 ts;		/* CLOCK_MONOTONIC ns */
+	__u64 lba;		/* starting LBA in namespace blocks, or NVMETRACE_NO_LBA */
+	__u64 aux;		/* event-specific: status on completions, ... */
+	__u32 dev;		/* block device, kernel dev_t encoding (major << 20 | minor) */
+	__u32 len;		/* data bytes */
+	__u16 event;		/* enum nvmetrace_event */
+	__u16 qid;		/* NVMe queue id (0 = admin) */
+	__u16 cid;		/* NVMe command id (with NVMETRACE_REC_HAS_CID) */
+	__u16 tag;		/* block-layer tag on the host */
+	__u16 cntlid;		/* NVMe controller id where the hook knows it */
+	__u8 opcode;		/* NVMe opcode (nvme_cmd_read = 0x02, write = 0x01, ...) */
+	__u8 flags;		/* NVMETRACE_REC_* */
+	__u32 seq;		/* per-ring sequence number of this record */
+};
+
+/* ------------------------------------------------------ generic netlink */
+
+enum nvmetrace_genl_cmd {
+	NVMETRACE_CMD_UNSPEC,
+	NVMETRACE_CMD_GET_VERSION,	/* -> ABI_VERSION, MODULE_VERSION, RING_VERSION */
+	NVMETRACE_CMD_GET_STATUS,	/* -> STATE ... LOST (see attributes) */
+	NVMETRACE_CMD_START,		/* ROLE, SAMPLE, SEED, DEVS -> STATE */
+	NVMETRACE_CMD_STOP,		/* -> STATE */
+	NVMETRACE_CMD_GET_HOOKS,	/* dump: one HOOK nest per hook */
+	__NVMETRACE_CMD_MAX,
+};
+#define NVMETRACE_CMD_MAX (__NVMETRACE_CMD_MAX - 1)
+
+enum nvmetrace_genl_attr {
+	NVMETRACE_A_UNSPEC,
+	NVMETRACE_A_ABI_VERSION,	/* u32 */
+	NVMETRACE_A_MODULE_VERSION,	/* string */
+	NVMETRACE_A_RING_VERSION,	/* u32 */
+	NVMETRACE_A_STATE,		/* u32, enum nvmetrace_state */
+	NVMETRACE_A_NR_RINGS,		/* u32: rings = possible CPUs (nr_cpu_ids) */
+	NVMETRACE_A_RING_RECS,		/* u32: records per ring */
+	NVMETRACE_A_RING_MAP_SIZE,	/* u64: bytes per ring mapping */
+	NVMETRACE_A_REC_SIZE,		/* u32 */
+	NVMETRACE_A_RECORDS,		/* u64: records committed, all rings */
+	NVMETRACE_A_LOST,		/* u64: records dropped, all rings */
+	NVMETRACE_A_ROLE,		/* u32, NVMETRACE_ROLE_* mask */
+	NVMETRACE_A_SAMPLE,		/* u32: 1-of-N, N >= 1 */
+	NVMETRACE_A_SEED,		/* u64: sampling hash seed */
+	NVMETRACE_A_DEVS,		/* nest of NVMETRACE_A_DEV */
+	NVMETRACE_A_DEV,		/* u32: dev_t (kernel encoding) */
+	NVMETRACE_A_HOOK,		/* nest: HOOK_NAME, HOOK_KIND, HOOK_STATE, HOOK_ERROR, HOOK_HITS */
+	NVMETRACE_A_HOOK_NAME,		/* string */
+	NVMETRACE_A_HOOK_KIND,		/* u32, enum nvmetrace_hook_kind */
+	NVMETRACE_A_HOOK_STATE,		/* u32, enum nvmetrace_hook_state */
+	NVMETRACE_A_HOOK_ERROR,		/* s32: errno of the last failed attach */
+	NVMETRACE_A_HOOK_HITS,		/* u64 */
+	NVMETRACE_A_FLAGS,		/* u32: must be 0 for now */
+	NVMETRACE_A_PAD,
+	NVMETRACE_A_LAYOUT,		/* nest of NVMETRACE_L_*: private struct offsets */
+	__NVMETRACE_A_MAX,
+};
+#define NVMETRACE_A_MAX (__NVMETRACE_A_MAX - 1)
+
+/*
+ * Offsets of the private nvmet fields the target hooks read, in bytes, as
+ * user space found them in the running kernel's BTF (/sys/kernel/btf/nvmet).
+ * Each is a u32 inside NVMETRACE_A_LAYOUT; the target role is refused
+ * without a complete, plausible set.
+ */
+enum nvmetrace_layout_attr {
+	NVMETRACE_L_UNSPEC,
+	NVMETRACE_L_REQ_CMD,		/* struct nvmet_req.cmd */
+	NVMETRACE_L_REQ_CQE,		/* struct nvmet_req.cqe */
+	NVMETRACE_L_REQ_SQ,		/* struct nvmet_req.sq */
+	NVMETRACE_L_SQ_CTRL,		/* struct nvmet_sq.ctrl */
+	NVMETRACE_L_SQ_QID,		/* struct nvmet_sq.qid (u16) */
+	NVMETRACE_L_CTRL_CNTLID,	/* struct nvmet_ctrl.cntlid (u16) */
+	__NVMETRACE_L_MAX,
+};
+#define NVMETRACE_L_MAX (__NVMETRACE_L_MAX - 1)
+
+enum nvmetrace_state {
+	NVMETRACE_STATE_IDLE		= 0,
+	NVMETRACE_STATE_RECORDING	= 1,
+};
+
+#define NVMETRACE_ROLE_HOST		(1u << 0)
+#define NVMETRACE_ROLE_TARGET		(1u << 1)
+
+enum nvmetrace_hook_kind {
+	NVMETRACE_HOOK_TRACEPOINT	= 1,
+	NVMETRACE_HOOK_KPROBE		= 2,
+};
+
+enum nvmetrace_hook_state {
+	NVMETRACE_HOOK_DETACHED		= 0,	/* not asked for */
+	NVMETRACE_HOOK_ATTACHED		= 1,
+	NVMETRACE_HOOK_WAITING		= 2,	/* its module is not loaded (yet) */
+	NVMETRACE_HOOK_ABSENT		= 3,	/* this kernel does not have it */
+	NVMETRACE_HOOK_FAILED		= 4,	/* attach failed: see HOOK_ERROR */
+};
+
+/* ------------------------------------------------------- size checks */
+
+#ifdef __cplusplus
+static_assert(sizeof(struct nvmetrace_ring_ctrl) == NVMETRACE_RING_CTRL_SIZE,
+	      "nvmetrace_ring_ctrl size");
+static_assert(sizeof(struct nvmetrace_rec) == 48, "nvmetrace_rec size");
+#elif defined(__KERNEL__) || (defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L)
+_Static_assert(sizeof(struct nvmetrace_ring_ctrl) == NVMETRACE_RING_CTRL_SIZE,
+	       "nvmetrace_ring_ctrl size");
+_Static_assert(sizeof(struct nvmetrace_rec) == 48, "nvmetrace_rec size");
+#endif
+
+#endif /* _UAPI_LINUX_NVMETRACE_H */

@@ -1,0 +1,285 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * netlink.c — the control channel: generic netlink family
+ * NVMETRACE_GENL_NAME (commands and attributes: <linux/nvmetrace.h>).
+ *
+ * Every command needs CAP_NET_ADMIN (GENL_ADMIN_PERM) and exists only in the
+ * initial network namespace (.netnsok unset): the rings are global.  Every
+ * request is strictly validated against nvmetrace_genl_policy: unknown or
+ * reply-only attributes, wrong lengths, unknown NVMETRACE_A_FLAGS bits and
+ * unknown roles are refused with -EINVAL and an extack message before any
+ * handler runs.  Nested attributes need NLA_F_NESTED.
+ *
+ * Handlers run in process context and may sleep.  .parallel_ops is set, so
+ * the genetlink core does not serialize them: START and STOP take
+ * nvmetrace_dev.ctl_lock instead, which keeps slow hook (de)registration from
+ * holding the global genl mutex.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/cpumask.h>
+#include <linux/module.h>
+#include <net/genetlink.h>
+#include <net/netlink.h>
+
+#include "nvmetrace.h"
+
+static const struct nla_policy nvmetrace_genl_dev_policy[NVMETRACE_A_MAX + 1] = {
+	[NVMETRACE_A_DEV]	= { .type = NLA_U32 },
+};
+
+/* Request attributes; all others (reply-only ones included) are rejected. */
+static const struct nla_policy nvmetrace_genl_policy[NVMETRACE_A_MAX + 1] = {
+	[NVMETRACE_A_ROLE]	= NLA_POLICY_MASK(NLA_U32, NVMETRACE_ROLE_ALL),
+	[NVMETRACE_A_SAMPLE]	= NLA_POLICY_MIN(NLA_U32, 1),
+	[NVMETRACE_A_SEED]	= { .type = NLA_U64 },
+	[NVMETRACE_A_DEVS]	= NLA_POLICY_NESTED(nvmetrace_genl_dev_policy),
+	/* the "reserved bit set" check: unknown flags -> -EINVAL + extack */
+	[NVMETRACE_A_FLAGS]	= NLA_POLICY_MASK(NLA_U32, NVMETRACE_FLAGS_KNOWN),
+};
+
+static struct genl_family nvmetrace_genl_family;
+
+/* A reply to info's command; *hdr is where its attributes go. */
+static struct sk_buff *nvmetrace_genl_reply_new(struct genl_info *info,
+						void **hdr)
+{
+	struct sk_buff *msg = genlmsg_new(NLMSG_GOODSIZE, GFP_KERNEL);
+
+	if (!msg)
+		return NULL;
+	*hdr = genlmsg_put_reply(msg, info, &nvmetrace_genl_family, 0,
+				 info->genlhdr->cmd);
+	if (!*hdr) {
+		nlmsg_free(msg);
+		return NULL;
+	}
+	return msg;
+}
+
+static int nvmetrace_genl_reply_send(struct sk_buff *msg, void *hdr,
+				     struct genl_info *info)
+{
+	genlmsg_end(msg, hdr);
+	return genlmsg_reply(msg, info);
+}
+
+static int nvmetrace_genl_get_version(struct sk_buff *skb,
+				      struct genl_info *info)
+{
+	struct sk_buff *msg;
+	void *hdr;
+
+	msg = nvmetrace_genl_reply_new(info, &hdr);
+	if (!msg)
+		return -ENOMEM;
+	if (nla_put_u32(msg, NVMETRACE_A_ABI_VERSION, NVMETRACE_ABI_VERSION) ||
+	    nla_put_string(msg, NVMETRACE_A_MODULE_VERSION, NVMETRACE_VERSION) ||
+	    nla_put_u32(msg, NVMETRACE_A_RING_VERSION, NVMETRACE_RING_VERSION)) {
+		nlmsg_free(msg);
+		return -EMSGSIZE;
+	}
+	return nvmetrace_genl_reply_send(msg, hdr, info);
+}
+
+static int nvmetrace_genl_get_status(struct sk_buff *skb,
+				     struct genl_info *info)
+{
+	const struct nvmetrace_dev *d = &nvmetrace_dev;
+	u32 state, role, sample;
+	u64 records, lost;
+	struct sk_buff *msg;
+	void *hdr;
+
+	mutex_lock(&nvmetrace_dev.ctl_lock);
+	state = d->state;
+	role = d->cfg.role;
+	sample = d->cfg.sample;
+	mutex_unlock(&nvmetrace_dev.ctl_lock);
+	nvmetrace_rings_totals(&records, &lost);
+
+	msg = nvmetrace_genl_reply_new(info, &hdr);
+	if (!msg)
+		return -ENOMEM;
+	if (nla_put_u32(msg, NVMETRACE_A_STATE, state) ||
+	    nla_put_u32(msg, NVMETRACE_A_NR_RINGS, nr_cpu_ids) ||
+	    nla_put_u32(msg, NVMETRACE_A_RING_RECS, d->nr_recs) ||
+	    nla_put_u64_64bit(msg, NVMETRACE_A_RING_MAP_SIZE, d->map_size,
+			      NVMETRACE_A_PAD) ||
+	    nla_put_u32(msg, NVMETRACE_A_REC_SIZE, sizeof(struct nvmetrace_rec)) ||
+	    nla_put_u64_64bit(msg, NVMETRACE_A_RECORDS, records,
+			      NVMETRACE_A_PAD) ||
+	    nla_put_u64_64bit(msg, NVMETRACE_A_LOST, lost, NVMETRACE_A_PAD) ||
+	    nla_put_u32(msg, NVMETRACE_A_SAMPLE, sample) ||
+	    nla_put_u32(msg, NVMETRACE_A_ROLE, role)) {
+		nlmsg_free(msg);
+		return -EMSGSIZE;
+	}
+	return nvmetrace_genl_reply_send(msg, hdr, info);
+}
+
+/* Reply to START/STOP: the state they left behind. */
+static int nvmetrace_genl_reply_state(struct genl_info *info, u32 state)
+{
+	struct sk_buff *msg;
+	void *hdr;
+
+	msg = nvmetrace_genl_reply_new(info, &hdr);
+	if (!msg)
+		return -ENOMEM;
+	if (nla_put_u32(msg, NVMETRACE_A_STATE, state)) {
+		nlmsg_free(msg);
+		return -EMSGSIZE;
+	}
+	return nvmetrace_genl_reply_send(msg, hdr, info);
+}
+
+/* START's attributes into cfg; the policy has already checked each one. */
+static int nvmetrace_genl_parse_config(struct genl_info *info,
+				       struct nvmetrace_config *cfg)
+{
+	struct nlattr **attrs = info->attrs;
+	struct nlattr *nla;
+	int rem;
+
+	memset(cfg, 0, sizeof(*cfg));
+	if (GENL_REQ_ATTR_CHECK(info, NVMETRACE_A_ROLE))
+		return -EINVAL;
+	cfg->role = nla_get_u32(attrs[NVMETRACE_A_ROLE]);
+	if (!cfg->role) {
+		NL_SET_ERR_MSG_ATTR(info->extack, attrs[NVMETRACE_A_ROLE],
+				    "no role: set NVMETRACE_ROLE_HOST and/or _TARGET");
+		return -EINVAL;
+	}
+	cfg->sample = 1;
+	if (attrs[NVMETRACE_A_SAMPLE])
+		cfg->sample = nla_get_u32(attrs[NVMETRACE_A_SAMPLE]);
+	if (attrs[NVMETRACE_A_SEED])
+		cfg->seed = nla_get_u64(attrs[NVMETRACE_A_SEED]);
+	if (attrs[NVMETRACE_A_DEVS]) {
+		nla_for_each_nested(nla, attrs[NVMETRACE_A_DEVS], rem) {
+			if (cfg->nr_devs == NVMETRACE_MAX_DEVS) {
+				NL_SET_ERR_MSG_ATTR(info->extack, nla,
+						    "too many devices");
+				return -EINVAL;
+			}
+			cfg->devs[cfg->nr_devs++] = nla_get_u32(nla);
+		}
+	}
+	return 0;
+}
+
+static int nvmetrace_genl_start(struct sk_buff *skb, struct genl_info *info)
+{
+	struct nvmetrace_config cfg;
+	u32 state;
+	int err;
+
+	err = nvmetrace_genl_parse_config(info, &cfg);
+	if (err)
+		return err;
+
+	mutex_lock(&nvmetrace_dev.ctl_lock);
+	if (nvmetrace_dev.state != NVMETRACE_STATE_IDLE) {
+		NL_SET_ERR_MSG(info->extack, "already recording");
+		err = -EBUSY;
+	} else {
+		err = nvmetrace_hooks_start(&cfg);
+		if (err)
+			NL_SET_ERR_MSG(info->extack, "cannot attach the hooks");
+	}
+	if (!err) {
+		nvmetrace_dev.cfg = cfg;
+		WRITE_ONCE(nvmetrace_dev.state, NVMETRACE_STATE_RECORDING);
+	}
+	state = nvmetrace_dev.state;
+	mutex_unlock(&nvmetrace_dev.ctl_lock);
+	if (err)
+		return err;
+	return nvmetrace_genl_reply_state(info, state);
+}
+
+/* Stop recording if it is; from STOP and at unload.  Returns the new state. */
+static u32 nvmetrace_genl_do_stop(void)
+{
+	mutex_lock(&nvmetrace_dev.ctl_lock);
+	if (nvmetrace_dev.state == NVMETRACE_STATE_RECORDING) {
+		nvmetrace_hooks_stop();
+		WRITE_ONCE(nvmetrace_dev.state, NVMETRACE_STATE_IDLE);
+	}
+	mutex_unlock(&nvmetrace_dev.ctl_lock);
+	return NVMETRACE_STATE_IDLE;
+}
+
+/* STOP when idle is not an error: the caller wants IDLE and gets it. */
+static int nvmetrace_genl_stop(struct sk_buff *skb, struct genl_info *info)
+{
+	return nvmetrace_genl_reply_state(info, nvmetrace_genl_do_stop());
+}
+
+static int nvmetrace_genl_get_hooks(struct sk_buff *skb,
+				    struct netlink_callback *cb)
+{
+	return nvmetrace_hooks_dump(skb, cb);
+}
+
+static const struct genl_ops nvmetrace_genl_ops[] = {
+	{
+		.cmd	= NVMETRACE_CMD_GET_VERSION,
+		.flags	= GENL_ADMIN_PERM,
+		.doit	= nvmetrace_genl_get_version,
+	},
+	{
+		.cmd	= NVMETRACE_CMD_GET_STATUS,
+		.flags	= GENL_ADMIN_PERM,
+		.doit	= nvmetrace_genl_get_status,
+	},
+	{
+		.cmd	= NVMETRACE_CMD_START,
+		.flags	= GENL_ADMIN_PERM,
+		.doit	= nvmetrace_genl_start,
+	},
+	{
+		.cmd	= NVMETRACE_CMD_STOP,
+		.flags	= GENL_ADMIN_PERM,
+		.doit	= nvmetrace_genl_stop,
+	},
+	{
+		.cmd	= NVMETRACE_CMD_GET_HOOKS,
+		.flags	= GENL_ADMIN_PERM,
+		.dumpit	= nvmetrace_genl_get_hooks,
+	},
+};
+
+/* .resv_start_op stays 0: every command is strictly validated (compat.h). */
+static struct genl_family nvmetrace_genl_family __ro_after_init = {
+	.name		= NVMETRACE_GENL_NAME,
+	.version	= NVMETRACE_GENL_VERSION,
+	.maxattr	= NVMETRACE_A_MAX,
+	.policy		= nvmetrace_genl_policy,
+	.parallel_ops	= true,
+	.module		= THIS_MODULE,
+	.ops		= nvmetrace_genl_ops,
+	.n_ops		= ARRAY_SIZE(nvmetrace_genl_ops),
+};
+
+/* Last step of load: from here on user space can drive the module. */
+int nvmetrace_genl_init(void)
+{
+	int err = genl_register_family(&nvmetrace_genl_family);
+
+	if (err)
+		pr_err("cannot register generic netlink family %s: %d\n",
+		       NVMETRACE_GENL_NAME, err);
+	return err;
+}
+
+/*
+ * First step of unload: once unregistered no handler runs or can start
+ * (genl_unregister_family() waits for running ones); then stop recording.
+ */
+void nvmetrace_genl_exit(void)
+{
+	genl_unregister_family(&nvmetrace_genl_family);
+	nvmetrace_genl_do_stop();
+}

@@ -1,0 +1,174 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * nvmetrace.h — state and interfaces shared by the module's files.
+ *
+ * Components (one file each):
+ *   main.c      load/unload, module parameters, the order things come up in
+ *   ring.c      per-CPU rings: allocation, counters (producer: inline below)
+ *   chardev.c   /dev/nvmetrace: mmap of one ring per possible CPU
+ *   netlink.c   generic netlink family: version, status, start/stop, hooks
+ *   hooks.c     attaching to tracepoints/kprobes (the only part that knows
+ *               about NVMe); calls the producer below from its probes
+ *   compat.h    every kernel-version difference
+ */
+#ifndef NVMETRACE_H
+#define NVMETRACE_H
+
+#include <linux/mutex.h>
+#include <linux/percpu.h>
+#include <linux/irqflags.h>
+#include <linux/preempt.h>
+#include <linux/types.h>
+#include <asm/barrier.h>
+
+#include <linux/nvmetrace.h>
+
+/* The ordering primitives ring_core.h is written against. */
+#define NVMETRACE_LOAD_ACQUIRE(p)	smp_load_acquire(p)
+#define NVMETRACE_STORE_RELEASE(p, v)	smp_store_release(p, v)
+#define NVMETRACE_READ_ONCE(x)		READ_ONCE(x)
+#define NVMETRACE_WRITE_ONCE(x, v)	WRITE_ONCE(x, v)
+#include "ring_core.h"
+
+#ifndef NVMETRACE_VERSION
+#error "NVMETRACE_VERSION is not set: build with kmod/Kbuild, which reads VERSION"
+#endif
+
+/* NVMETRACE_A_FLAGS bits this module understands (none yet). */
+#define NVMETRACE_FLAGS_KNOWN		0u
+#define NVMETRACE_ROLE_ALL		(NVMETRACE_ROLE_HOST | NVMETRACE_ROLE_TARGET)
+/* most NVMETRACE_A_DEV entries one START may name */
+#define NVMETRACE_MAX_DEVS		16
+
+/* What START asked for; parsed and range-checked by netlink.c. */
+struct nvmetrace_config {
+	u32 role;			/* NVMETRACE_ROLE_* mask, never 0 */
+	u32 sample;			/* record 1 of every N commands, N >= 1 */
+	u64 seed;			/* sampling hash seed */
+	u32 nr_devs;			/* 0: every device */
+	u32 devs[NVMETRACE_MAX_DEVS];	/* dev_t, kernel encoding */
+};
+
+/*
+ * One ring, per possible CPU.  prod is the producer's private state (see
+ * ring_core.h): user space never sees it.  base is the vmap()ed mapping
+ * (control page + records) that chardev.c hands to user space; pages backs
+ * it, allocated on the CPU's node.
+ */
+struct nvmetrace_ring {
+	struct nvmetrace_ring_prod prod;
+	void *base;
+	struct page **pages;
+	unsigned int nr_pages;
+};
+
+DECLARE_PER_CPU(struct nvmetrace_ring, nvmetrace_rings);
+
+/*
+ * The device: set up once at load, torn down at unload.  nr_recs and
+ * map_size never change in between.  state and cfg change only under
+ * ctl_lock (START/STOP); readers that do not hold it use READ_ONCE(state).
+ */
+struct nvmetrace_dev {
+	u32 nr_recs;			/* records per ring, a power of two */
+	unsigned long map_size;		/* bytes per ring mapping, page-aligned */
+	struct mutex ctl_lock;		/* serializes START/STOP, protects below */
+	u32 state;			/* enum nvmetrace_state */
+	struct nvmetrace_config cfg;	/* of the current/last recording */
+};
+
+extern struct nvmetrace_dev nvmetrace_dev;
+
+/* ring.c — process context, at load/unload only */
+int nvmetrace_rings_alloc(u32 nr_recs);
+void nvmetrace_rings_free(void);
+void *nvmetrace_ring_base(unsigned int cpu);
+void nvmetrace_ring_counts(unsigned int cpu, u64 *records, u64 *lost);
+void nvmetrace_rings_totals(u64 *records, u64 *lost);
+
+/* chardev.c */
+int nvmetrace_chardev_init(void);
+void nvmetrace_chardev_exit(void);
+
+/* netlink.c */
+int nvmetrace_genl_init(void);
+void nvmetrace_genl_exit(void);
+
+/*
+ * hooks.c — the extension point for the probes.
+ *
+ * nvmetrace_hooks_init/exit: at load/unload, process context, may sleep.
+ * nvmetrace_hooks_start: called with nvmetrace_dev.ctl_lock held and state
+ *   IDLE; attach the probes for cfg (the pointer is only valid during the
+ *   call: copy what the probes need).  Returns 0 when recording; on error,
+ *   nothing stays attached.
+ * nvmetrace_hooks_stop: called with ctl_lock held and state RECORDING; must
+ *   return only once no probe can still be running (e.g. after
+ *   tracepoint_synchronize_unregister()), because unload frees the rings
+ *   right after it.
+ * nvmetrace_hooks_dump: the GET_HOOKS dumpit (one NVMETRACE_A_HOOK nest per
+ *   hook); called without ctl_lock.
+ */
+struct sk_buff;
+struct netlink_callback;
+int nvmetrace_hooks_init(void);
+void nvmetrace_hooks_exit(void);
+int nvmetrace_hooks_start(const struct nvmetrace_config *cfg);
+void nvmetrace_hooks_stop(void);
+int nvmetrace_hooks_dump(struct sk_buff *skb, struct netlink_callback *cb);
+
+/*
+ * The producer, for the probes: any context but NMI, never sleeps, allocates,
+ * locks or prints.
+ *
+ *	unsigned long flags;
+ *	struct nvmetrace_rec *rec = nvmetrace_ring_local_reserve(&flags);
+ *
+ *	if (!rec)
+ *		return;			// ring full: counted in lost
+ *	rec->ts = ktime_get_ns();	// fill every field but seq
+ *	...
+ *	nvmetrace_ring_local_commit(rec, flags);
+ *
+ * Local interrupts stay disabled from a successful reserve to the commit, so
+ * every probe on this CPU (process, softirq or hardirq) is serialized on this
+ * CPU's ring, and the task cannot migrate: the commit goes to the ring the
+ * reserve came from.  Keep the code in between short.  On NULL, interrupts
+ * are already restored.
+ */
+static __always_inline struct nvmetrace_rec *
+nvmetrace_ring_local_reserve(unsigned long *flags)
+{
+	struct nvmetrace_rec *rec;
+
+	/* No hook runs in NMI; one that did could interrupt a reserve..commit. */
+	if (unlikely(in_nmi()))
+		return NULL;
+	local_irq_save(*flags);
+	rec = nvmetrace_ring_reserve(&this_cpu_ptr(&nvmetrace_rings)->prod);
+	if (unlikely(!rec))
+		local_irq_restore(*flags);
+	return rec;
+}
+
+static __always_inline void
+nvmetrace_ring_local_commit(struct nvmetrace_rec *rec, unsigned long flags)
+{
+	nvmetrace_ring_commit(&this_cpu_ptr(&nvmetrace_rings)->prod, rec);
+	local_irq_restore(flags);
+}
+
+/* Copy a filled-in record (seq is set here) into this CPU's ring. */
+static __always_inline void
+nvmetrace_ring_write(const struct nvmetrace_rec *tmpl)
+{
+	unsigned long flags;
+	struct nvmetrace_rec *rec = nvmetrace_ring_local_reserve(&flags);
+
+	if (!rec)
+		return;
+	*rec = *tmpl;
+	nvmetrace_ring_local_commit(rec, flags);
+}
+
+#endif /* NVMETRACE_H */

@@ -1,0 +1,167 @@
+# tests/guest/lib.sh — helpers for guest scenarios (tests/guest/scenarios/NN-name.sh).
+# Sourced by a scenario running inside a lane guest (Debian userland from the host root,
+# guest kernel $KREL). Environment set by the lane: NVMETRACE_SRC, NVMETRACE_KO,
+# NVMETRACE_BIN, NVMETRACE_TESTMOD_DIR, RESULTS, KREL, LANE_KERNEL.
+#
+#   skip REASON...            exit 77 (SKIP) with a reason
+#   fail REASON...            exit 1 (FAIL) with a reason
+#   log MSG...                timestamped message on stdout
+#   need_module MOD...        modprobe each module, skip if it does not exist in this kernel
+#   need_ko                   skip unless NVMETRACE_KO points at a built nvmetrace.ko
+#   need_bin                  skip unless NVMETRACE_BIN points at the built user tool
+#   nvmet_tcp_setup [NQN]     null_blk-backed nvmet subsystem NQN (default $NVMET_NQN) on a
+#                             TCP port at $NVMET_ADDR:$NVMET_PORT (127.0.0.1:4420)
+#   nvme_tcp_connect [NQN]    connect the nvme-tcp host to it; prints the block device
+#                             (e.g. nvme0n1) once /dev/<name> exists
+#   nvme_disconnect_all       delete every NVMe fabrics controller
+#   nvmet_teardown            remove the ports, subsystems and namespaces set up above
+#   run_fio NAME FIO-ARGS...  run fio with JSON output into $RESULTS/NAME.json (+ NAME.log)
+#   run_fio_bg NAME ARGS...   same, in the background (pid in FIO_PID); fio_stop ends it
+#   fio_ios NAME              total completed I/Os (read+write+trim) in $RESULTS/NAME.json
+#   fio_errors NAME           sum of per-job error codes / error counts in NAME.json
+#   fio_check NAME            fail unless NAME.json shows >0 I/Os and 0 errors
+set -euo pipefail
+
+: "${RESULTS:?RESULTS not set: scenarios run inside the lane (tools/lane run)}"
+NVMET_NQN=${NVMET_NQN:-nqn.2024-01.io.nvmetrace:lane}
+NVMET_ADDR=${NVMET_ADDR:-127.0.0.1}
+NVMET_PORT=${NVMET_PORT:-4420}
+NVMET_CFG=/sys/kernel/config/nvmet
+
+log()  { printf '[%8s] %s\n' "$(cut -d' ' -f1 /proc/uptime)" "$*"; }
+skip() { echo "SKIP: $*"; exit 77; }
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+need_module() {
+	local m
+	for m in "$@"; do
+		modprobe -n "$m" 2>/dev/null || skip "module $m not available in $KREL"
+		modprobe "$m" || fail "modprobe $m failed"
+	done
+}
+need_ko() {
+	[ -n "${NVMETRACE_KO:-}" ] || skip "no nvmetrace.ko for $KREL (kmod/Kbuild missing or not built)"
+	[ -f "$NVMETRACE_KO" ] || fail "NVMETRACE_KO=$NVMETRACE_KO does not exist"
+}
+need_bin() {
+	[ -n "${NVMETRACE_BIN:-}" ] && [ -x "$NVMETRACE_BIN" ] || skip "no user tool (build/user/nvmetrace)"
+}
+
+# wait_for TIMEOUT_SECS CMD... : poll CMD every 0.1 s
+wait_for() {
+	local n=$(( $1 * 10 )); shift
+	while ! "$@" 2>/dev/null; do
+		n=$((n - 1)); [ $n -gt 0 ] || return 1
+		sleep 0.1
+	done
+}
+
+nvmet_tcp_setup() {
+	local nqn=${1:-$NVMET_NQN} s p
+	need_module null_blk nvmet nvmet_tcp
+	[ -b /dev/nullb0 ] || wait_for 5 test -b /dev/nullb0 || fail "/dev/nullb0 did not appear"
+	[ -d $NVMET_CFG ] || fail "$NVMET_CFG missing (configfs not mounted?)"
+	s=$NVMET_CFG/subsystems/$nqn
+	mkdir "$s"
+	echo 1 >"$s/attr_allow_any_host"
+	mkdir "$s/namespaces/1"
+	echo -n /dev/nullb0 >"$s/namespaces/1/device_path"
+	echo 1 >"$s/namespaces/1/enable"
+	p=$NVMET_CFG/ports/1
+	mkdir "$p"
+	echo tcp >"$p/addr_trtype"
+	echo ipv4 >"$p/addr_adrfam"
+	echo "$NVMET_ADDR" >"$p/addr_traddr"
+	echo "$NVMET_PORT" >"$p/addr_trsvcid"
+	ln -s "$s" "$p/subsystems/$nqn"
+	log "nvmet: $nqn on tcp $NVMET_ADDR:$NVMET_PORT backed by /dev/nullb0"
+}
+
+# the block device (nvmeXnY) of subsystem NQN, if any
+nvme_bdev_of() {
+	local nqn=$1 b n
+	for b in /sys/block/nvme*n*; do
+		[ -e "$b" ] || continue
+		n=${b##*/}
+		[[ $n =~ ^nvme[0-9]+n[0-9]+$ ]] || continue
+		[ "$(cat "$b/device/subsysnqn" 2>/dev/null)" = "$nqn" ] || continue
+		[ -b "/dev/$n" ] && { echo "$n"; return 0; }
+	done
+	return 1
+}
+
+nvme_tcp_connect() {
+	local nqn=${1:-$NVMET_NQN} reply dev=""
+	need_module nvme_tcp
+	[ -c /dev/nvme-fabrics ] || wait_for 5 test -c /dev/nvme-fabrics || fail "/dev/nvme-fabrics missing"
+	exec 9<>/dev/nvme-fabrics
+	echo "transport=tcp,traddr=$NVMET_ADDR,trsvcid=$NVMET_PORT,nqn=$nqn" >&9 ||
+		{ exec 9<&-; fail "nvme-tcp connect to $NVMET_ADDR:$NVMET_PORT ($nqn) failed"; }
+	read -r reply <&9 || true
+	exec 9<&-
+	log "nvme-tcp: connected ($reply)" >&2
+	wait_for 10 nvme_bdev_of "$nqn" >/dev/null || fail "no block device for $nqn after connect"
+	nvme_bdev_of "$nqn"
+}
+
+nvme_disconnect_all() {
+	local c
+	for c in /sys/class/nvme/nvme*; do
+		[ -e "$c/delete_controller" ] || continue
+		[ "$(cat "$c/transport" 2>/dev/null)" = pcie ] && continue
+		echo 1 >"$c/delete_controller" 2>/dev/null || true
+	done
+	wait_for 10 bash -c '! ls -d /sys/class/nvme/nvme* >/dev/null 2>&1' || true
+}
+
+nvmet_teardown() {
+	local l s
+	[ -d $NVMET_CFG ] || return 0
+	for l in $NVMET_CFG/ports/*/subsystems/*; do [ -L "$l" ] && rm -f "$l"; done
+	for s in $NVMET_CFG/ports/*; do [ -d "$s" ] && rmdir "$s"; done
+	for s in $NVMET_CFG/subsystems/*; do
+		[ -d "$s" ] || continue
+		for l in "$s"/namespaces/*; do
+			[ -d "$l" ] || continue
+			echo 0 >"$l/enable"; rmdir "$l"
+		done
+		rmdir "$s"
+	done
+	modprobe -r nvmet_tcp nvmet null_blk 2>/dev/null || true
+}
+
+# run_fio NAME FIO-ARGS... (returns fio's exit status; JSON in $RESULTS/NAME.json)
+run_fio() {
+	local name=$1; shift
+	log "fio $name: $*"
+	fio --name="$name" --output-format=json --output="$RESULTS/$name.json" "$@" \
+		>"$RESULTS/$name.log" 2>&1
+}
+# run_fio_bg NAME FIO-ARGS...: start fio in the background, its pid in FIO_PID;
+# fio_stop: SIGTERM it (fio finishes cleanly and writes its JSON), return its exit status
+run_fio_bg() {
+	local name=$1; shift
+	log "fio $name (background): $*"
+	fio --name="$name" --output-format=json --output="$RESULTS/$name.json" "$@" \
+		>"$RESULTS/$name.log" 2>&1 &
+	FIO_PID=$!
+}
+fio_stop() {
+	kill -TERM "$FIO_PID" 2>/dev/null || true
+	wait "$FIO_PID"
+}
+fio_ios() {
+	jq '[.jobs[] | (.read.total_ios + .write.total_ios + .trim.total_ios)] | add // 0' "$RESULTS/$1.json"
+}
+fio_errors() {
+	jq '[.jobs[] | (.error + (.total_err // 0))] | add // 0' "$RESULTS/$1.json"
+}
+fio_check() {
+	local name=$1 ios errs
+	[ -s "$RESULTS/$name.json" ] || fail "fio $name wrote no JSON ($(tail -n 5 "$RESULTS/$name.log" 2>/dev/null))"
+	ios=$(fio_ios "$name") || fail "cannot parse $RESULTS/$name.json"
+	errs=$(fio_errors "$name")
+	log "fio $name: $ios I/Os, $errs errors, $(jq -r '[.jobs[].read.iops] | add | floor' "$RESULTS/$name.json") read IOPS"
+	[ "$ios" -gt 0 ] || fail "fio $name completed no I/O"
+	[ "$errs" -eq 0 ] || fail "fio $name reported errors ($errs)"
+}

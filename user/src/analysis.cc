@@ -1,0 +1,467 @@
+#include "analysis.h"
+
+#include <algorithm>
+#include <bit>
+#include <queue>
+#include <stdexcept>
+#include <tuple>
+
+#include <fmt/format.h>
+
+namespace nvmetrace {
+
+std::string_view op_name(Op op) {
+    return op == Op::write ? "write" : "read";
+}
+
+int event_slot(uint16_t event) {
+    // A direct table: this runs once per record.
+    static const auto table = [] {
+        std::array<int8_t, 256> t{};
+        t.fill(-1);
+        for (size_t i = 0; i < std::size(kEvents); i++)
+            t[kEvents[i].event] = static_cast<int8_t>(i);
+        return t;
+    }();
+    return event < table.size() ? table[event] : -1;
+}
+
+namespace {
+
+constexpr uint16_t kNoTag = 0xffff;  // (u16)BLK_MQ_NO_TAG: no driver tag yet
+
+Op rec_op(const nvmetrace_rec& r) {
+    return (r.flags & NVMETRACE_REC_WRITE) ? Op::write : Op::read;
+}
+
+uint64_t host_key(const nvmetrace_rec& r) {
+    return uint64_t{r.dev} << 32 | uint64_t{r.qid} << 16 | r.tag;
+}
+
+uint64_t target_key(const nvmetrace_rec& r) {
+    return uint64_t{r.cntlid} << 32 | uint64_t{r.qid} << 16 | r.cid;
+}
+
+// The depth-0 rows of `view`, checked to form a chain (empty if the table
+// has none for it).
+std::vector<const ComponentDef*> chain_of(View view, std::span<const ComponentDef> table) {
+    std::vector<const ComponentDef*> rows;
+    for (const auto& c : table) {
+        if (c.depth != 0 || !(c.views & static_cast<uint8_t>(view)))
+            continue;
+        if (event_slot(c.from) < 0 || event_slot(c.to) < 0)
+            throw std::logic_error(fmt::format("component '{}': unknown event", c.name));
+        if (!rows.empty() && rows.back()->to != c.from)
+            throw std::logic_error(fmt::format("component '{}' does not start where '{}' ends",
+                                               c.name, rows.back()->name));
+        rows.push_back(&c);
+    }
+    return rows;
+}
+
+// First and last event slots of each view of kComponents, computed once.
+struct ViewEnds {
+    int first, last;
+};
+ViewEnds ends_of(View view) {
+    static const auto ends = [] {
+        std::array<ViewEnds, 3> e{};
+        for (View v : {View::host_only, View::target_only, View::joined}) {
+            auto rows = chain_of(v, kComponents);
+            e[std::countr_zero(static_cast<unsigned>(v))] = {event_slot(rows.front()->from),
+                                                             event_slot(rows.back()->to)};
+        }
+        return e;
+    }();
+    return ends[std::countr_zero(static_cast<unsigned>(view))];
+}
+
+const StageDef& stage_def(std::string_view name) {
+    for (const auto& s : kStages)
+        if (s.name == name)
+            return s;
+    throw std::logic_error(fmt::format("unknown stage '{}'", name));
+}
+
+}  // namespace
+
+uint64_t Command::first_ts() const {
+    uint64_t t = UINT64_MAX;
+    for (uint32_t m = present; m; m &= m - 1)
+        t = std::min(t, ts[std::countr_zero(m)]);
+    return present ? t : 0;
+}
+
+uint64_t Command::last_ts() const {
+    uint64_t t = 0;
+    for (uint32_t m = present; m; m &= m - 1)
+        t = std::max(t, ts[std::countr_zero(m)]);
+    return t;
+}
+
+// ----------------------------------------------------------------- devices
+
+void DeviceTable::add_disk(uint32_t dev, std::string name, uint32_t block_size) {
+    disks_[dev] = Disk{std::move(name), dev, block_size};
+}
+
+void DeviceTable::add_path(uint32_t path_dev, uint32_t head_dev, std::string name) {
+    disks_[path_dev] = Disk{std::move(name), head_dev, 0};
+}
+
+void DeviceTable::add_target_namespace(uint32_t nsid, std::string name, uint32_t block_size) {
+    target_ns_[nsid] = TargetNs{std::move(name), block_size};
+}
+
+uint32_t DeviceTable::head(uint32_t dev) const {
+    auto it = disks_.find(dev);
+    return it == disks_.end() ? dev : it->second.head;
+}
+
+std::string DeviceTable::disk_name(uint32_t dev) const {
+    auto it = disks_.find(dev);
+    if (it != disks_.end() && !it->second.name.empty())
+        return it->second.name;
+    return fmt::format("dev {}:{}", dev >> 20, dev & 0xfffff);
+}
+
+std::string DeviceTable::target_name(uint32_t nsid) const {
+    auto it = target_ns_.find(nsid);
+    if (it != target_ns_.end() && !it->second.name.empty())
+        return it->second.name;
+    return fmt::format("nsid {}", nsid);
+}
+
+uint32_t DeviceTable::target_block_size(uint32_t nsid) const {
+    auto it = target_ns_.find(nsid);
+    return it == target_ns_.end() ? 0 : it->second.block_size;
+}
+
+// ----------------------------------------------------------------- assembler
+
+size_t Assembler::WaitKeyHash::operator()(const WaitKey& k) const {
+    uint64_t h = k.lba * 0x9e3779b97f4a7c15ull;
+    h ^= (uint64_t{k.dev} << 16 | uint64_t{k.op} << 8 | k.kind) * 0xbf58476d1ce4e5b9ull;
+    return static_cast<size_t>(h ^ (h >> 29));
+}
+
+Assembler::Assembler(const DeviceTable& devices, Sink sink, uint64_t bio_horizon_ns)
+    : devices_(devices), sink_(std::move(sink)), bio_horizon_ns_(bio_horizon_ns) {}
+
+void Assembler::push(const nvmetrace_rec& rec) {
+    if (counts_.first_ts == 0 && counts_.last_ts == 0)
+        counts_.first_ts = rec.ts;
+    if (rec.ts < counts_.last_ts)
+        counts_.records_out_of_order++;
+    else
+        counts_.last_ts = rec.ts;
+
+    int slot = event_slot(rec.event);
+    if (slot < 0) {
+        counts_.records_unknown++;
+        return;
+    }
+    if (kEvents[slot].side == Side::target) {
+        counts_.records_target++;
+        push_target(rec, slot);
+        return;
+    }
+    counts_.records_host++;
+    expire_waiting(rec.ts);
+    auto op = static_cast<uint8_t>(rec_op(rec));
+    if (rec.event == NVMETRACE_EV_BIO_QUEUE) {
+        WaitKey key{rec.lba, devices_.head(rec.dev), op, 0};
+        // NVMe multipath: the bio is queued on the head disk, then again on
+        // the path disk it is sent to.  Keep the head's (the earliest).
+        if (key.dev != rec.dev) {
+            auto it = waiting_.find(key);
+            if (it != waiting_.end() && !it->second.empty()) {
+                counts_.multipath_duplicates++;
+                return;
+            }
+        }
+        push_waiting(rec, key);
+    } else if (rec.event == NVMETRACE_EV_RQ_INSERT && rec.tag == kNoTag) {
+        // Inserted into the I/O scheduler before it has a driver tag.
+        push_waiting(rec, WaitKey{rec.lba, rec.dev, op, 1});
+    } else {
+        push_host_rq(rec, slot);
+    }
+}
+
+void Assembler::push_waiting(const nvmetrace_rec& rec, const WaitKey& key) {
+    Waiting w{next_wait_id_++, rec.ts, rec.len};
+    waiting_[key].push_back(w);
+    wait_order_.emplace_back(key, w);
+    waiting_count_++;
+}
+
+bool Assembler::take_waiting(const WaitKey& key, Waiting* out) {
+    auto it = waiting_.find(key);
+    if (it == waiting_.end())
+        return false;
+    *out = it->second.front();
+    it->second.pop_front();
+    if (it->second.empty())
+        waiting_.erase(it);
+    waiting_count_--;
+    return true;
+}
+
+// Drops the order entries of records already taken, and the records that
+// waited longer than the horizon.  Amortized O(1) per record.
+void Assembler::expire_waiting(uint64_t now) {
+    while (!wait_order_.empty()) {
+        const auto& [key, w] = wait_order_.front();
+        auto it = waiting_.find(key);
+        bool taken = it == waiting_.end() || it->second.front().id != w.id;
+        if (!taken) {
+            if (w.ts + bio_horizon_ns_ >= now)
+                break;
+            (key.kind == 0 ? counts_.bios_unmatched : counts_.inserts_unmatched)++;
+            it->second.pop_front();
+            if (it->second.empty())
+                waiting_.erase(it);
+            waiting_count_--;
+        }
+        wait_order_.pop_front();
+    }
+}
+
+void Assembler::push_host_rq(const nvmetrace_rec& rec, int slot) {
+    const EventDef& ev = kEvents[slot];
+    auto [it, fresh] = host_.try_emplace(host_key(rec));
+    InFlight& f = it->second;
+    if (!fresh && (f.cmd.lba != rec.lba || ev.rank <= f.max_rank)) {
+        // The tag was reused: the command before lost its last records.
+        counts_.lost_end++;
+        fresh = true;
+    }
+    if (fresh) {
+        f = InFlight{};
+        Command& c = f.cmd;
+        c.side = Side::host;
+        c.op = rec_op(rec);
+        c.lba = rec.lba;
+        c.size = rec.len;
+        c.len_flags = rec.flags;
+        c.dev = devices_.head(rec.dev);
+        auto op = static_cast<uint8_t>(c.op);
+        Waiting w;
+        if (take_waiting(WaitKey{rec.lba, rec.dev, op, 1}, &w)) {
+            int s = event_slot(NVMETRACE_EV_RQ_INSERT);
+            c.ts[s] = w.ts;
+            c.present |= 1u << s;
+            f.max_rank = kEvents[s].rank;
+        }
+        if (take_waiting(WaitKey{rec.lba, c.dev, op, 0}, &w)) {
+            int s = event_slot(NVMETRACE_EV_BIO_QUEUE);
+            c.ts[s] = w.ts;
+            c.present |= 1u << s;
+        }
+    }
+    Command& c = f.cmd;
+    c.ts[slot] = rec.ts;
+    c.present |= 1u << slot;
+    f.max_rank = std::max(f.max_rank, ev.rank);
+    if (rec.event == NVMETRACE_EV_NVME_SETUP)
+        c.nsid = static_cast<uint32_t>(rec.aux);
+    if (slot == ends_of(View::host_only).last) {
+        c.status = rec.aux;
+        emit(c);
+        host_.erase(it);
+    }
+}
+
+void Assembler::push_target(const nvmetrace_rec& rec, int slot) {
+    const EventDef& ev = kEvents[slot];
+    auto [it, fresh] = target_.try_emplace(target_key(rec));
+    InFlight& f = it->second;
+    if (!fresh && (f.cmd.lba != rec.lba || ev.rank <= f.max_rank)) {
+        counts_.lost_end++;
+        fresh = true;
+    }
+    if (fresh) {
+        f = InFlight{};
+        Command& c = f.cmd;
+        c.side = Side::target;
+        c.op = rec_op(rec);
+        c.lba = rec.lba;
+        c.size = rec.len;
+        c.len_flags = rec.flags;
+    }
+    Command& c = f.cmd;
+    c.ts[slot] = rec.ts;
+    c.present |= 1u << slot;
+    f.max_rank = std::max(f.max_rank, ev.rank);
+    if (rec.event == NVMETRACE_EV_NVMET_INIT)
+        c.nsid = static_cast<uint32_t>(rec.aux);
+    if (slot == ends_of(View::target_only).last) {
+        c.status = rec.aux;
+        emit(c);
+        target_.erase(it);
+    }
+}
+
+void Assembler::emit(Command& c) {
+    View v = c.side == Side::host ? View::host_only : View::target_only;
+    if (!c.has(ends_of(v).first)) {
+        counts_.cut_start++;
+        return;
+    }
+    if (c.len_flags & kRecLenBlocks) {
+        uint32_t bs = devices_.target_block_size(c.nsid);
+        if (bs)
+            c.size *= bs;
+        else
+            c.size_in_blocks = true;
+    }
+    counts_.complete++;
+    sink_(c);
+}
+
+void Assembler::finish() {
+    counts_.cut_end += host_.size() + target_.size();
+    host_.clear();
+    target_.clear();
+    for (const auto& [key, q] : waiting_)
+        (key.kind == 0 ? counts_.bios_unmatched : counts_.inserts_unmatched) += q.size();
+    waiting_.clear();
+    wait_order_.clear();
+    waiting_count_ = 0;
+}
+
+void merge_by_ts(std::span<const std::span<const nvmetrace_rec>> streams,
+                 const std::function<void(const nvmetrace_rec&)>& sink) {
+    using Head = std::tuple<uint64_t, size_t, size_t>;  // ts, stream, index
+    std::priority_queue<Head, std::vector<Head>, std::greater<>> heads;
+    for (size_t s = 0; s < streams.size(); s++)
+        if (!streams[s].empty())
+            heads.emplace(streams[s][0].ts, s, 0);
+    while (!heads.empty()) {
+        auto [ts, s, i] = heads.top();
+        heads.pop();
+        sink(streams[s][i]);
+        if (i + 1 < streams[s].size())
+            heads.emplace(streams[s][i + 1].ts, s, i + 1);
+    }
+}
+
+// ----------------------------------------------------------------- components
+
+View view_of(const Command& cmd) {
+    bool host = false, target = false;
+    for (uint32_t m = cmd.present; m; m &= m - 1)
+        (kEvents[std::countr_zero(m)].side == Side::host ? host : target) = true;
+    if (host && target)
+        return View::joined;
+    return target ? View::target_only : View::host_only;
+}
+
+uint32_t interior_boundaries(View view, std::span<const ComponentDef> table) {
+    auto rows = chain_of(view, table);
+    uint32_t mask = 0;
+    for (size_t i = 1; i < rows.size(); i++)
+        mask |= 1u << event_slot(rows[i]->from);
+    return mask;
+}
+
+uint32_t missing_boundaries(const Command& cmd, std::span<const ComponentDef> table) {
+    return interior_boundaries(view_of(cmd), table) & ~cmd.present;
+}
+
+Layout make_layout(View view, uint32_t missing_mask, std::span<const ComponentDef> table) {
+    auto rows = chain_of(view, table);
+    if (rows.empty())
+        throw std::logic_error("no components for this view");
+    Layout l;
+    l.view = view;
+    l.first_slot = event_slot(rows.front()->from);
+    l.last_slot = event_slot(rows.back()->to);
+    l.missing_mask = missing_mask;
+
+    // Segments: runs of rows between present boundaries, with their stages.
+    std::vector<std::vector<std::string_view>> seg_stages;
+    std::vector<size_t> seg_of_row;
+    for (size_t i = 0; i < rows.size(); i++) {
+        int from = event_slot(rows[i]->from);
+        if (i > 0 && (missing_mask >> from & 1u)) {
+            Layout::Segment& s = l.segments.back();
+            s.name += " + ";
+            s.name += rows[i]->name;
+            s.to_slot = event_slot(rows[i]->to);
+            s.merged = true;
+            seg_stages.back().push_back(rows[i]->stage);
+            if (std::find(l.missing.begin(), l.missing.end(), kEvents[from].name) ==
+                l.missing.end())
+                l.missing.emplace_back(kEvents[from].name);
+        } else {
+            l.segments.push_back(
+                {std::string(rows[i]->name), from, event_slot(rows[i]->to), 0, false});
+            seg_stages.push_back({rows[i]->stage});
+        }
+        seg_of_row.push_back(l.segments.size() - 1);
+    }
+
+    // Stages: the table's stages, with those joined by a merged segment made
+    // one (union-find over stage names, in order of first appearance).
+    std::vector<std::string_view> names;
+    std::vector<size_t> parent;
+    auto id = [&](std::string_view n) {
+        stage_def(n);  // throws for an unknown stage
+        auto it = std::find(names.begin(), names.end(), n);
+        if (it != names.end())
+            return static_cast<size_t>(it - names.begin());
+        names.push_back(n);
+        parent.push_back(parent.size());
+        return names.size() - 1;
+    };
+    auto find = [&](size_t x) {
+        while (parent[x] != x)
+            x = parent[x] = parent[parent[x]];
+        return x;
+    };
+    for (const auto& st : seg_stages) {
+        size_t a = id(st.front());
+        for (auto n : st) {
+            size_t b = find(id(n)), ra = find(a);
+            if (ra != b)
+                parent[std::max(ra, b)] = std::min(ra, b);
+        }
+    }
+    std::vector<size_t> group_of_root(names.size(), SIZE_MAX);
+    for (size_t i = 0; i < names.size(); i++) {
+        size_t r = find(i);
+        const StageDef& def = stage_def(names[i]);
+        if (group_of_root[r] == SIZE_MAX) {
+            group_of_root[r] = l.stages.size();
+            l.stages.push_back({std::string(names[i]), def.column, def.not_recorded, false});
+        } else {
+            Layout::Stage& g = l.stages[group_of_root[r]];
+            g.name += " + ";
+            g.name += names[i];
+            g.not_recorded = g.not_recorded || def.not_recorded;
+            g.merged = true;
+        }
+    }
+    for (size_t i = 0; i < l.segments.size(); i++)
+        l.segments[i].stage = group_of_root[find(id(seg_stages[i].front()))];
+
+    size_t row = 0;
+    for (const auto& c : table) {
+        if (!(c.views & static_cast<uint8_t>(view)))
+            continue;
+        if (c.depth == 0) {
+            row++;
+            continue;
+        }
+        if (row == 0 || event_slot(c.from) < 0 || event_slot(c.to) < 0)
+            throw std::logic_error(
+                fmt::format("detail '{}': no row before it, or unknown event", c.name));
+        l.details.push_back(
+            {std::string(c.name), event_slot(c.from), event_slot(c.to), seg_of_row[row - 1]});
+    }
+    return l;
+}
+
+}  // namespace nvmetrace

@@ -1,0 +1,338 @@
+// From records to commands, and from commands to components.
+//
+// The module writes one record per hook firing (kmod/hooks.c); this file puts
+// them back together.  An Assembler takes the records of one machine, merged
+// by timestamp, one at a time, and hands each finished command to a sink: its
+// op, size, group key and the timestamp of every event that was recorded for
+// it.  Its memory is bounded by the commands in flight plus the bios waiting
+// for their request, never by the length of the recording.
+//
+// Where a command's time goes is then a table (kComponents): each component
+// is the time between two events, in path order.  A command whose record for
+// an inner boundary is missing gets the two neighbouring components merged
+// into one; it never gets a figure that was not measured.  Adding a hook
+// (transport internals, say) means adding an event to kEvents and rows to
+// kComponents, not code.
+#pragma once
+
+#include <linux/nvmetrace.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <array>
+#include <deque>
+#include <functional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+namespace nvmetrace {
+
+// Target `len` is in logical blocks when this flag is set (bytes otherwise).
+// Defined here until the UAPI header carries it; the values must agree.
+inline constexpr uint8_t kRecLenBlocks = 1u << 3;
+#ifdef NVMETRACE_REC_LEN_BLOCKS
+static_assert(NVMETRACE_REC_LEN_BLOCKS == kRecLenBlocks);
+#endif
+
+enum class Op : uint8_t { read, write };
+std::string_view op_name(Op op);
+
+enum class Side : uint8_t { host, target };
+
+// ----------------------------------------------------------------- events
+
+// Events the analysis knows, in path order within each side.  A command's
+// timestamps are stored by slot (the index in kEvents), not by event number.
+struct EventDef {
+    uint16_t event;         // enum nvmetrace_event
+    std::string_view name;  // the hook, for notes ("no nvme_setup_cmd record")
+    Side side;
+    uint8_t rank;  // order within its side: a smaller rank after a larger one
+                   // on the same key means the key was reused
+};
+
+inline constexpr EventDef kEvents[] = {
+    {NVMETRACE_EV_BIO_QUEUE, "block_bio_queue", Side::host, 0},
+    {NVMETRACE_EV_RQ_INSERT, "block_rq_insert", Side::host, 1},
+    {NVMETRACE_EV_NVME_SETUP, "nvme_setup_cmd", Side::host, 2},
+    {NVMETRACE_EV_RQ_ISSUE, "block_rq_issue", Side::host, 3},
+    {NVMETRACE_EV_NVME_COMPLETE, "nvme_complete_rq", Side::host, 4},
+    {NVMETRACE_EV_RQ_COMPLETE, "block_rq_complete", Side::host, 5},
+    {NVMETRACE_EV_NVMET_INIT, "nvmet_req_init", Side::target, 0},
+    {NVMETRACE_EV_NVMET_EXEC, "nvmet_bdev_execute_rw", Side::target, 1},
+    {NVMETRACE_EV_NVMET_BIO_DONE, "nvmet_bio_done", Side::target, 2},
+    {NVMETRACE_EV_NVMET_COMPLETE, "nvmet_req_complete", Side::target, 3},
+};
+inline constexpr size_t kMaxEvents = 16;  // Command::ts capacity
+static_assert(std::size(kEvents) <= kMaxEvents);
+
+// Slot of an event in kEvents, or -1 for an event this build does not know.
+int event_slot(uint16_t event);
+
+// ----------------------------------------------------------------- devices
+
+// What the recording says about the machine's block devices and target
+// namespaces.  Host dev numbers use the kernel encoding (major << 20 | minor).
+class DeviceTable {
+public:
+    // A namespace disk (nvme1n1), or an NVMe multipath head.
+    void add_disk(uint32_t dev, std::string name, uint32_t block_size = 0);
+    // A path disk (nvme1c1n1) of the multipath head `head`.
+    void add_path(uint32_t path_dev, uint32_t head_dev, std::string name = {});
+    // A target namespace (the nsid in nvmet_req_init's record).
+    void add_target_namespace(uint32_t nsid, std::string name, uint32_t block_size);
+
+    // The head of a path disk; any other disk is its own head.
+    uint32_t head(uint32_t dev) const;
+    // "nvme1n1", or "dev 259:3" for a disk the table does not know.
+    std::string disk_name(uint32_t dev) const;
+    std::string target_name(uint32_t nsid) const;
+    uint32_t target_block_size(uint32_t nsid) const;  // 0: unknown
+
+private:
+    struct Disk {
+        std::string name;
+        uint32_t head = 0;
+        uint32_t block_size = 0;
+    };
+    struct TargetNs {
+        std::string name;
+        uint32_t block_size = 0;
+    };
+    std::unordered_map<uint32_t, Disk> disks_;
+    std::unordered_map<uint32_t, TargetNs> target_ns_;
+};
+
+// ----------------------------------------------------------------- commands
+
+// One finished command.
+struct Command {
+    Side side = Side::host;
+    Op op = Op::read;
+    uint64_t lba = 0;
+    uint64_t size = 0;            // bytes, or blocks when size_in_blocks
+    bool size_in_blocks = false;  // target record in blocks, block size unknown
+    uint8_t len_flags = 0;        // flags of the record that gave the size
+    uint32_t dev = 0;             // host: the head disk; target: 0
+    uint32_t nsid = 0;            // target: from nvmet_req_init; host: from nvme_setup_cmd
+    uint64_t status = 0;          // block status (host) or NVMe status (target); 0: success
+    uint32_t present = 0;         // bit per slot of kEvents
+    std::array<uint64_t, kMaxEvents> ts{};  // by slot, valid where present
+
+    bool has(int slot) const { return slot >= 0 && (present >> slot & 1u); }
+    uint64_t at(int slot) const { return ts[static_cast<size_t>(slot)]; }
+    uint64_t first_ts() const;
+    uint64_t last_ts() const;
+};
+
+// What the Assembler saw, for the report's notes.
+struct AssemblyCounts {
+    uint64_t records_host = 0;
+    uint64_t records_target = 0;
+    uint64_t records_unknown = 0;        // events this build does not know (ignored)
+    uint64_t records_out_of_order = 0;   // ts before the previous record's
+    uint64_t complete = 0;               // commands handed to the sink
+    uint64_t cut_start = 0;              // no first event (recording began mid-command,
+                                         // or the record was lost)
+    uint64_t cut_end = 0;                // still in flight at the end of the recording
+    uint64_t lost_end = 0;               // its key was reused before its last event
+    uint64_t bios_unmatched = 0;         // block_bio_queue never followed by its request
+                                         // (merged into another request, or lost)
+    uint64_t inserts_unmatched = 0;      // untagged block_rq_insert never followed by its request
+    uint64_t multipath_duplicates = 0;   // path-disk block_bio_queue of a head bio
+    uint64_t first_ts = 0, last_ts = 0;  // of all records
+
+    uint64_t incomplete() const { return cut_start + cut_end + lost_end; }
+};
+
+// Joins records into commands.  Feed it one machine's records in timestamp
+// order (see merge_by_ts()); call finish() at the end of the recording.
+// Not thread-safe.
+class Assembler {
+public:
+    using Sink = std::function<void(const Command&)>;
+
+    // A block_bio_queue record waits this long for its request's first record
+    // before it is counted as unmatched and dropped (bounds the memory when
+    // bios are merged into requests started by another LBA).
+    static constexpr uint64_t kDefaultBioHorizonNs = 5'000'000'000ull;
+
+    Assembler(const DeviceTable& devices, Sink sink,
+              uint64_t bio_horizon_ns = kDefaultBioHorizonNs);
+
+    void push(const nvmetrace_rec& rec);
+    // Counts what is still in flight as cut at the end.  The Assembler can
+    // be fed again afterwards (a new recording).
+    void finish();
+
+    const AssemblyCounts& counts() const { return counts_; }
+    size_t in_flight() const { return host_.size() + target_.size(); }
+    size_t waiting() const { return waiting_count_; }  // bios and untagged inserts
+
+private:
+    // A record that precedes its request's first tagged record: a bio
+    // (keyed by head disk) or an untagged block_rq_insert (keyed by disk).
+    struct WaitKey {
+        uint64_t lba;
+        uint32_t dev;
+        uint8_t op;
+        uint8_t kind;  // 0: bio, 1: insert
+        bool operator==(const WaitKey&) const = default;
+    };
+    struct WaitKeyHash {
+        size_t operator()(const WaitKey& k) const;
+    };
+    struct Waiting {
+        uint64_t id;
+        uint64_t ts;
+        uint32_t len;
+    };
+    struct InFlight {
+        Command cmd;
+        uint8_t max_rank = 0;
+    };
+
+    void push_waiting(const nvmetrace_rec& rec, const WaitKey& key);
+    void push_host_rq(const nvmetrace_rec& rec, int slot);
+    void push_target(const nvmetrace_rec& rec, int slot);
+    bool take_waiting(const WaitKey& key, Waiting* out);
+    void expire_waiting(uint64_t now);
+    void emit(Command& cmd);
+
+    const DeviceTable& devices_;
+    Sink sink_;
+    uint64_t bio_horizon_ns_;
+    AssemblyCounts counts_;
+
+    std::unordered_map<WaitKey, std::deque<Waiting>, WaitKeyHash> waiting_;
+    std::deque<std::pair<WaitKey, Waiting>> wait_order_;  // for expiry, oldest first
+    size_t waiting_count_ = 0;
+    uint64_t next_wait_id_ = 0;
+    // (dev, qid, tag) and (cntlid, qid, cid) -> the command in flight
+    std::unordered_map<uint64_t, InFlight> host_;
+    std::unordered_map<uint64_t, InFlight> target_;
+};
+
+// Merges per-CPU streams, each already in ts order, into one in ts order
+// (ties: lower stream first).  For recordings read from files.
+void merge_by_ts(std::span<const std::span<const nvmetrace_rec>> streams,
+                 const std::function<void(const nvmetrace_rec&)>& sink);
+
+// ----------------------------------------------------------------- components
+
+// Which sides a command has: decides which rows of kComponents apply.
+enum class View : uint8_t { host_only = 1, target_only = 2, joined = 4 };
+
+// A component: the time from one event to the next, in path order.  The
+// depth-0 rows of a view must form a chain (each row starts where the
+// previous one ends) from the view's first event to its last, so that they
+// sum to the end-to-end time; depth-1 rows are details inside a depth-0 row,
+// reported where both their events are present, and not summed.
+struct ComponentDef {
+    std::string_view name;
+    uint16_t from;  // enum nvmetrace_event
+    uint16_t to;
+    std::string_view stage;  // a name in kStages
+    uint8_t views;           // View bits
+    uint8_t depth;
+};
+
+// Columns of the live lines.
+enum class StageColumn : uint8_t { host_block, host_driver, network, target_driver, storage };
+inline constexpr size_t kStageColumns = 5;
+
+// Stages: the short table, each a sum of components.
+struct StageDef {
+    std::string_view name;
+    StageColumn column;
+    bool not_recorded;  // "network and target": the target's side is not recorded
+};
+
+inline constexpr StageDef kStages[] = {
+    {"host block layer", StageColumn::host_block, false},
+    {"host driver", StageColumn::host_driver, false},
+    {"network and target (not recorded)", StageColumn::network, true},
+    {"network", StageColumn::network, false},
+    {"target driver", StageColumn::target_driver, false},
+    {"storage", StageColumn::storage, false},
+};
+
+inline constexpr uint8_t kHost = static_cast<uint8_t>(View::host_only);
+inline constexpr uint8_t kTarget = static_cast<uint8_t>(View::target_only);
+inline constexpr uint8_t kJoined = static_cast<uint8_t>(View::joined);
+
+inline constexpr ComponentDef kComponents[] = {
+    {"host block layer, submission", NVMETRACE_EV_BIO_QUEUE, NVMETRACE_EV_NVME_SETUP,
+     "host block layer", kHost | kJoined, 0},
+    {"host driver, submission", NVMETRACE_EV_NVME_SETUP, NVMETRACE_EV_RQ_ISSUE, "host driver",
+     kHost | kJoined, 0},
+    {"network and target (not recorded)", NVMETRACE_EV_RQ_ISSUE, NVMETRACE_EV_NVME_COMPLETE,
+     "network and target (not recorded)", kHost, 0},
+    // Joined host and target commands need one clock on both sides.
+    {"network, submission (computed)", NVMETRACE_EV_RQ_ISSUE, NVMETRACE_EV_NVMET_INIT, "network",
+     kJoined, 0},
+    {"target driver, submission", NVMETRACE_EV_NVMET_INIT, NVMETRACE_EV_NVMET_EXEC, "target driver",
+     kTarget | kJoined, 0},
+    {"storage: target block layer and drive", NVMETRACE_EV_NVMET_EXEC, NVMETRACE_EV_NVMET_BIO_DONE,
+     "storage", kTarget | kJoined, 0},
+    {"target driver, completion", NVMETRACE_EV_NVMET_BIO_DONE, NVMETRACE_EV_NVMET_COMPLETE,
+     "target driver", kTarget | kJoined, 0},
+    {"network, completion (computed)", NVMETRACE_EV_NVMET_COMPLETE, NVMETRACE_EV_NVME_COMPLETE,
+     "network", kJoined, 0},
+    {"host block layer, completion", NVMETRACE_EV_NVME_COMPLETE, NVMETRACE_EV_RQ_COMPLETE,
+     "host block layer", kHost | kJoined, 0},
+};
+
+View view_of(const Command& cmd);
+
+// How one group of commands splits its time: the components of its view, with
+// the rows around each missing boundary merged.  Every command of a group has
+// the same layout (the layout is part of the group key), so per-group sums of
+// segments add up to the sum of end-to-end times, exactly.
+struct Layout {
+    struct Segment {
+        std::string name;        // "a + b" when merged
+        int from_slot, to_slot;  // events that bound it
+        size_t stage;            // index in stages
+        bool merged;             // spans a missing boundary
+    };
+    struct Stage {
+        std::string name;  // "a + b" when merged
+        StageColumn column;
+        bool not_recorded;
+        bool merged;
+    };
+    struct Detail {  // depth-1 rows
+        std::string name;
+        int from_slot, to_slot;
+        size_t segment;  // listed after this segment (its depth-0 row in the table)
+    };
+    View view = View::host_only;
+    int first_slot = -1, last_slot = -1;  // end to end
+    std::vector<Segment> segments;        // path order, tiling end to end
+    std::vector<Stage> stages;            // in order of first appearance
+    std::vector<Detail> details;
+    std::vector<std::string> missing;  // hooks with no record ("nvme_setup_cmd")
+    uint32_t missing_mask = 0;         // slots of the missing boundaries
+
+    bool complete() const { return missing_mask == 0; }
+};
+
+// The inner boundaries of a view's chain (slot bits): all but its first and
+// last event.
+uint32_t interior_boundaries(View view, std::span<const ComponentDef> table);
+
+// The boundaries of cmd's view that cmd has no record of (slot bits); a
+// command missing its view's first or last event never reaches this point
+// (the Assembler counts it as incomplete).
+uint32_t missing_boundaries(const Command& cmd, std::span<const ComponentDef> table);
+
+// The layout of `view` with the boundaries in `missing_mask` merged away.
+// Throws std::logic_error if the table's depth-0 rows for `view` are not a
+// chain, or name an unknown event or stage.
+Layout make_layout(View view, uint32_t missing_mask, std::span<const ComponentDef> table);
+
+}  // namespace nvmetrace

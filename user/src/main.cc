@@ -1,0 +1,95 @@
+// nvmetrace: control the nvmetrace module and read what it records.
+//
+// Exit status: 0 success, 1 error (one line on stderr), 2 usage error.
+#include "error.h"
+#include "genl.h"
+#include "status.h"
+#include "version.h"
+
+#include <stdio.h>
+
+#include <exception>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+namespace nvmetrace {
+namespace {
+
+constexpr int kExitError = 1;
+constexpr int kExitUsage = 2;
+
+// Tool version, then the module's if it is loaded.  Never fails: a version
+// query that goes wrong is reported on the module line.
+std::string version_text() {
+    std::string out = fmt::format("nvmetrace {}\n", kToolVersion);
+    try {
+        GenlClient client;
+        ModuleVersion v = client.get_version();
+        out += fmt::format("module {} (ABI {}, ring layout {})", v.module_version, v.abi_version,
+                           v.ring_version);
+    } catch (const ModuleNotLoaded&) {
+        out += "module not loaded";
+    } catch (const std::exception& e) {
+        out += fmt::format("module: {}", e.what());
+    }
+    return out;
+}
+
+int cmd_status(bool json) {
+    GenlClient client;
+    ModuleVersion version = client.get_version();
+    Status status = client.get_status();
+    if (json)
+        fmt::print("{}\n", status_json(version, status).dump(2));
+    else
+        fmt::print("{}", status_text(version, status));
+    return 0;
+}
+
+int run(int argc, char** argv) {
+    CLI::App app{"Per-command NVMe latency tracing (host and target)", "nvmetrace"};
+    app.set_version_flag("--version", version_text);
+    app.require_subcommand(1);
+
+    bool json = false;
+    CLI::App* status = app.add_subcommand("status", "Show the module's version, state and rings");
+    status->add_flag("--json", json, "Print one JSON object instead of a table");
+
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::CallForHelp& e) {
+        return app.exit(e);
+    } catch (const CLI::CallForAllHelp& e) {
+        return app.exit(e);
+    } catch (const CLI::CallForVersion& e) {
+        return app.exit(e);
+    } catch (const CLI::ParseError& e) {
+        // CLI11 reports an unknown command as a missing subcommand.
+        const std::vector<std::string> extra = app.remaining();
+        if (!extra.empty() && app.get_subcommands().empty())
+            fmt::print(stderr, "nvmetrace: unknown {} '{}' (see nvmetrace --help)\n",
+                       extra.front().starts_with('-') ? "option" : "command", extra.front());
+        else
+            fmt::print(stderr, "nvmetrace: {} (see nvmetrace --help)\n", e.what());
+        return kExitUsage;
+    }
+
+    if (status->parsed())
+        return cmd_status(json);
+    return kExitUsage;  // unreachable: require_subcommand(1)
+}
+
+}  // namespace
+}  // namespace nvmetrace
+
+int main(int argc, char** argv) {
+    try {
+        return nvmetrace::run(argc, argv);
+    } catch (const std::exception& e) {
+        fmt::print(stderr, "nvmetrace: {}\n", e.what());
+        return nvmetrace::kExitError;
+    }
+}

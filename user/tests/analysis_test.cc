@@ -1,0 +1,398 @@
+#include "analysis.h"
+
+#include <algorithm>
+#include <random>
+#include <stdexcept>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+namespace nvmetrace {
+namespace {
+
+constexpr uint32_t kNvme0n1 = 259u << 20 | 0;
+constexpr uint32_t kNvme1n1 = 259u << 20 | 1;    // multipath head
+constexpr uint32_t kNvme1c1n1 = 259u << 20 | 2;  // its path
+
+nvmetrace_rec host(uint16_t ev, uint64_t ts, uint16_t tag, uint64_t lba, bool write = false,
+                   uint32_t dev = kNvme0n1, uint16_t qid = 1, uint32_t len = 4096,
+                   uint64_t aux = 0) {
+    nvmetrace_rec r{};
+    r.ts = ts;
+    r.lba = lba;
+    r.aux = aux;
+    r.dev = dev;
+    r.len = len;
+    r.event = ev;
+    r.qid = ev == NVMETRACE_EV_BIO_QUEUE ? 0 : qid;
+    r.tag = ev == NVMETRACE_EV_BIO_QUEUE ? 0 : tag;
+    r.opcode = write ? 0x01 : 0x02;
+    r.flags = (write ? NVMETRACE_REC_WRITE : 0) |
+              (ev == NVMETRACE_EV_BIO_QUEUE ? 0 : NVMETRACE_REC_HAS_QID);
+    return r;
+}
+
+nvmetrace_rec bio(uint64_t ts, uint64_t lba, uint32_t dev = kNvme0n1, bool write = false) {
+    return host(NVMETRACE_EV_BIO_QUEUE, ts, 0, lba, write, dev);
+}
+
+nvmetrace_rec target(uint16_t ev, uint64_t ts, uint16_t cid, uint64_t lba, uint32_t blocks = 8,
+                     uint64_t aux = 0) {
+    nvmetrace_rec r{};
+    r.ts = ts;
+    r.lba = lba;
+    r.aux = aux;
+    r.len = blocks;
+    r.event = ev;
+    r.qid = 3;
+    r.cid = cid;
+    r.cntlid = 1;
+    r.opcode = 0x02;
+    r.flags = NVMETRACE_REC_HAS_QID | NVMETRACE_REC_HAS_CID | kRecLenBlocks;
+    return r;
+}
+
+// All host records of one command, bio at t0, then +1000, +2000, +50000, +500 ns.
+std::vector<nvmetrace_rec> host_command(uint64_t t0, uint16_t tag, uint64_t lba) {
+    return {bio(t0, lba), host(NVMETRACE_EV_NVME_SETUP, t0 + 1000, tag, lba),
+            host(NVMETRACE_EV_RQ_ISSUE, t0 + 3000, tag, lba),
+            host(NVMETRACE_EV_NVME_COMPLETE, t0 + 53000, tag, lba),
+            host(NVMETRACE_EV_RQ_COMPLETE, t0 + 53500, tag, lba)};
+}
+
+int slot(uint16_t ev) {
+    return event_slot(ev);
+}
+
+struct Fixture : ::testing::Test {
+    DeviceTable devices;
+    std::vector<Command> out;
+    Assembler assembler{devices, [this](const Command& c) { out.push_back(c); }};
+
+    Fixture() {
+        devices.add_disk(kNvme0n1, "nvme0n1", 512);
+        devices.add_disk(kNvme1n1, "nvme1n1", 512);
+        devices.add_path(kNvme1c1n1, kNvme1n1, "nvme1c1n1");
+        devices.add_target_namespace(1, "nvmet nsid 1", 512);
+    }
+    void feed(const std::vector<nvmetrace_rec>& recs) {
+        for (const auto& r : recs)
+            assembler.push(r);
+    }
+};
+
+using AssemblerTest = Fixture;
+
+TEST_F(AssemblerTest, OneHostCommand) {
+    feed(host_command(1'000'000, 7, 4242));
+    ASSERT_EQ(out.size(), 1u);
+    const Command& c = out[0];
+    EXPECT_EQ(c.side, Side::host);
+    EXPECT_EQ(c.op, Op::read);
+    EXPECT_EQ(c.size, 4096u);
+    EXPECT_EQ(c.dev, kNvme0n1);
+    EXPECT_EQ(c.at(slot(NVMETRACE_EV_BIO_QUEUE)), 1'000'000u);
+    EXPECT_EQ(c.at(slot(NVMETRACE_EV_NVME_SETUP)), 1'001'000u);
+    EXPECT_EQ(c.at(slot(NVMETRACE_EV_RQ_COMPLETE)), 1'053'500u);
+    EXPECT_FALSE(c.has(slot(NVMETRACE_EV_RQ_INSERT)));
+    EXPECT_EQ(view_of(c), View::host_only);
+    EXPECT_EQ(missing_boundaries(c, kComponents), 0u);
+    EXPECT_EQ(assembler.in_flight(), 0u);
+    EXPECT_EQ(assembler.waiting(), 0u);
+    EXPECT_EQ(assembler.counts().records_host, 5u);
+}
+
+TEST_F(AssemblerTest, InterleavedCommandsAndTagReuse) {
+    // A (tag 1, lba 100) and B (tag 2, lba 200) in flight together; then C
+    // reuses tag 1 with another LBA while B is still running.
+    feed({bio(100, 100), bio(110, 200), host(NVMETRACE_EV_NVME_SETUP, 120, 1, 100),
+          host(NVMETRACE_EV_NVME_SETUP, 130, 2, 200), host(NVMETRACE_EV_RQ_ISSUE, 140, 1, 100),
+          host(NVMETRACE_EV_RQ_ISSUE, 150, 2, 200), host(NVMETRACE_EV_NVME_COMPLETE, 1000, 1, 100),
+          host(NVMETRACE_EV_RQ_COMPLETE, 1100, 1, 100), bio(1200, 300),
+          host(NVMETRACE_EV_NVME_SETUP, 1210, 1, 300), host(NVMETRACE_EV_RQ_ISSUE, 1220, 1, 300),
+          host(NVMETRACE_EV_NVME_COMPLETE, 1500, 2, 200),
+          host(NVMETRACE_EV_RQ_COMPLETE, 1600, 2, 200),
+          host(NVMETRACE_EV_NVME_COMPLETE, 2000, 1, 300),
+          host(NVMETRACE_EV_RQ_COMPLETE, 2100, 1, 300)});
+    ASSERT_EQ(out.size(), 3u);
+    EXPECT_EQ(out[0].lba, 100u);
+    EXPECT_EQ(out[0].at(slot(NVMETRACE_EV_BIO_QUEUE)), 100u);
+    EXPECT_EQ(out[0].at(slot(NVMETRACE_EV_RQ_COMPLETE)), 1100u);
+    EXPECT_EQ(out[1].lba, 200u);
+    EXPECT_EQ(out[1].at(slot(NVMETRACE_EV_BIO_QUEUE)), 110u);
+    EXPECT_EQ(out[1].at(slot(NVMETRACE_EV_RQ_ISSUE)), 150u);
+    EXPECT_EQ(out[2].lba, 300u);
+    EXPECT_EQ(out[2].at(slot(NVMETRACE_EV_BIO_QUEUE)), 1200u);
+    EXPECT_EQ(out[2].at(slot(NVMETRACE_EV_NVME_SETUP)), 1210u);
+    EXPECT_EQ(assembler.counts().incomplete(), 0u);
+}
+
+TEST_F(AssemblerTest, SameLbaTwiceAttachesBiosInOrder) {
+    auto a = host_command(1000, 1, 64);
+    auto b = host_command(100'000, 1, 64);
+    feed(a);
+    feed(b);
+    ASSERT_EQ(out.size(), 2u);
+    EXPECT_EQ(out[0].at(slot(NVMETRACE_EV_BIO_QUEUE)), 1000u);
+    EXPECT_EQ(out[1].at(slot(NVMETRACE_EV_BIO_QUEUE)), 100'000u);
+}
+
+TEST_F(AssemblerTest, MultipathKeepsTheHeadsBioQueue) {
+    feed({bio(100, 8, kNvme1n1), bio(130, 8, kNvme1c1n1),
+          host(NVMETRACE_EV_NVME_SETUP, 200, 5, 8, false, kNvme1c1n1),
+          host(NVMETRACE_EV_RQ_ISSUE, 210, 5, 8, false, kNvme1c1n1),
+          host(NVMETRACE_EV_NVME_COMPLETE, 900, 5, 8, false, kNvme1c1n1),
+          host(NVMETRACE_EV_RQ_COMPLETE, 950, 5, 8, false, kNvme1c1n1)});
+    assembler.finish();
+    ASSERT_EQ(out.size(), 1u);
+    EXPECT_EQ(out[0].dev, kNvme1n1);  // grouped under the head
+    EXPECT_EQ(out[0].at(slot(NVMETRACE_EV_BIO_QUEUE)), 100u);
+    EXPECT_EQ(assembler.counts().multipath_duplicates, 1u);
+    EXPECT_EQ(assembler.counts().bios_unmatched, 0u);
+    EXPECT_EQ(devices.disk_name(out[0].dev), "nvme1n1");
+}
+
+TEST_F(AssemblerTest, MultipathPathBioAloneIsKept) {
+    // The head's record was lost: the path disk's is the only one.
+    feed({bio(130, 8, kNvme1c1n1), host(NVMETRACE_EV_NVME_SETUP, 200, 5, 8, false, kNvme1c1n1),
+          host(NVMETRACE_EV_RQ_ISSUE, 210, 5, 8, false, kNvme1c1n1),
+          host(NVMETRACE_EV_NVME_COMPLETE, 900, 5, 8, false, kNvme1c1n1),
+          host(NVMETRACE_EV_RQ_COMPLETE, 950, 5, 8, false, kNvme1c1n1)});
+    ASSERT_EQ(out.size(), 1u);
+    EXPECT_EQ(out[0].at(slot(NVMETRACE_EV_BIO_QUEUE)), 130u);
+}
+
+TEST_F(AssemblerTest, SchedulerInsertWithoutTagIsAttached) {
+    feed({bio(100, 16), host(NVMETRACE_EV_RQ_INSERT, 150, 0xffff, 16),
+          host(NVMETRACE_EV_NVME_SETUP, 400, 3, 16), host(NVMETRACE_EV_RQ_ISSUE, 410, 3, 16),
+          host(NVMETRACE_EV_NVME_COMPLETE, 800, 3, 16),
+          host(NVMETRACE_EV_RQ_COMPLETE, 820, 3, 16)});
+    ASSERT_EQ(out.size(), 1u);
+    EXPECT_EQ(out[0].at(slot(NVMETRACE_EV_RQ_INSERT)), 150u);
+    EXPECT_EQ(out[0].at(slot(NVMETRACE_EV_BIO_QUEUE)), 100u);
+    EXPECT_EQ(assembler.waiting(), 0u);
+}
+
+TEST_F(AssemblerTest, CutCommandsAreCountedNotEmitted) {
+    // Starts before the recording: no bio, first record is the issue.
+    feed({host(NVMETRACE_EV_RQ_ISSUE, 100, 1, 10), host(NVMETRACE_EV_NVME_COMPLETE, 300, 1, 10),
+          host(NVMETRACE_EV_RQ_COMPLETE, 310, 1, 10)});
+    // Its RQ_COMPLETE is lost, then tag 2 is reused by another command.
+    feed({bio(400, 20), host(NVMETRACE_EV_NVME_SETUP, 410, 2, 20),
+          host(NVMETRACE_EV_RQ_ISSUE, 420, 2, 20), host(NVMETRACE_EV_NVME_COMPLETE, 600, 2, 20)});
+    feed(host_command(1000, 2, 30));
+    // Still running when the recording stops.
+    feed({bio(5000, 40), host(NVMETRACE_EV_NVME_SETUP, 5010, 3, 40)});
+    assembler.finish();
+    ASSERT_EQ(out.size(), 1u);
+    EXPECT_EQ(out[0].lba, 30u);
+    const auto& c = assembler.counts();
+    EXPECT_EQ(c.cut_start, 1u);
+    EXPECT_EQ(c.lost_end, 1u);
+    EXPECT_EQ(c.cut_end, 1u);
+    EXPECT_EQ(c.incomplete(), 3u);
+    EXPECT_EQ(c.complete, 1u);
+    EXPECT_EQ(assembler.in_flight(), 0u);
+}
+
+TEST_F(AssemblerTest, SameLbaRepeatedEventMeansReuse) {
+    // Same tag and LBA, but a second nvme_setup_cmd: the first command lost
+    // its completion records.
+    feed({bio(100, 50), host(NVMETRACE_EV_NVME_SETUP, 110, 4, 50),
+          host(NVMETRACE_EV_RQ_ISSUE, 120, 4, 50)});
+    feed(host_command(1000, 4, 50));
+    ASSERT_EQ(out.size(), 1u);
+    EXPECT_EQ(out[0].at(slot(NVMETRACE_EV_BIO_QUEUE)), 1000u);
+    EXPECT_EQ(assembler.counts().lost_end, 1u);
+}
+
+TEST_F(AssemblerTest, UnmatchedBiosExpire) {
+    // A bio merged into a request that started at another LBA never gets
+    // its own request: it is dropped after the horizon, and counted.
+    Assembler a(
+        devices, [](const Command&) {}, 1'000'000);
+    a.push(bio(100, 77));
+    EXPECT_EQ(a.waiting(), 1u);
+    a.push(bio(900'000, 78));
+    EXPECT_EQ(a.waiting(), 2u);
+    a.push(host(NVMETRACE_EV_NVME_SETUP, 1'500'000, 1, 999));
+    EXPECT_EQ(a.waiting(), 1u);
+    EXPECT_EQ(a.counts().bios_unmatched, 1u);
+    a.finish();
+    EXPECT_EQ(a.counts().bios_unmatched, 2u);
+    EXPECT_EQ(a.counts().cut_end, 1u);
+}
+
+TEST_F(AssemblerTest, TargetCommandInBlocks) {
+    feed({target(NVMETRACE_EV_NVMET_INIT, 100, 9, 1000, 8, /*nsid*/ 1),
+          target(NVMETRACE_EV_NVMET_EXEC, 200, 9, 1000),
+          target(NVMETRACE_EV_NVMET_BIO_DONE, 60'200, 9, 1000),
+          target(NVMETRACE_EV_NVMET_COMPLETE, 60'500, 9, 1000),
+          target(NVMETRACE_EV_NVMET_INIT, 70'000, 9, 2000, 8, /*nsid*/ 2),
+          target(NVMETRACE_EV_NVMET_EXEC, 70'100, 9, 2000),
+          target(NVMETRACE_EV_NVMET_BIO_DONE, 80'000, 9, 2000),
+          target(NVMETRACE_EV_NVMET_COMPLETE, 80'100, 9, 2000)});
+    ASSERT_EQ(out.size(), 2u);
+    EXPECT_EQ(out[0].side, Side::target);
+    EXPECT_EQ(view_of(out[0]), View::target_only);
+    EXPECT_EQ(out[0].nsid, 1u);
+    EXPECT_EQ(out[0].size, 4096u);  // 8 blocks of 512 bytes
+    EXPECT_FALSE(out[0].size_in_blocks);
+    EXPECT_EQ(out[1].size, 8u);  // nsid 2: block size unknown
+    EXPECT_TRUE(out[1].size_in_blocks);
+    EXPECT_EQ(assembler.counts().records_target, 8u);
+}
+
+TEST_F(AssemblerTest, UnknownEventsAreCountedAndIgnored) {
+    nvmetrace_rec r = host(NVMETRACE_EV_RQ_ISSUE, 5, 1, 1);
+    r.event = 64;  // a transport event this build does not know
+    assembler.push(r);
+    EXPECT_EQ(assembler.counts().records_unknown, 1u);
+    EXPECT_EQ(assembler.in_flight(), 0u);
+}
+
+TEST_F(AssemblerTest, MemoryIsBoundedByCommandsInFlight) {
+    // 200k commands, 32 in flight at a time over 32 tags.
+    std::mt19937_64 rng(1);
+    std::vector<nvmetrace_rec> recs;
+    size_t max_in_flight = 0, max_waiting = 0, emitted = 0;
+    Assembler a(devices, [&](const Command&) { emitted++; });
+    uint64_t t = 0;
+    for (uint64_t i = 0; i < 200'000; i += 32) {
+        recs.clear();
+        for (uint16_t tag = 0; tag < 32; tag++) {
+            auto c = host_command(t + tag * 10, tag, rng());
+            recs.insert(recs.end(), c.begin(), c.end());
+        }
+        std::stable_sort(recs.begin(), recs.end(),
+                         [](const auto& x, const auto& y) { return x.ts < y.ts; });
+        for (const auto& r : recs) {
+            a.push(r);
+            max_in_flight = std::max(max_in_flight, a.in_flight());
+            max_waiting = std::max(max_waiting, a.waiting());
+        }
+        t += 100'000;
+    }
+    EXPECT_EQ(emitted, 200'000u);
+    EXPECT_LE(max_in_flight, 32u);
+    EXPECT_LE(max_waiting, 32u);
+}
+
+TEST(MergeByTs, MergesPerCpuStreams) {
+    std::vector<nvmetrace_rec> a(3), b(2);
+    a[0].ts = 1, a[1].ts = 4, a[2].ts = 9;
+    b[0].ts = 2, b[1].ts = 4;
+    a[1].seq = 1, b[1].seq = 2;
+    std::vector<std::span<const nvmetrace_rec>> streams{a, b};
+    std::vector<nvmetrace_rec> out;
+    merge_by_ts(streams, [&](const nvmetrace_rec& r) { out.push_back(r); });
+    ASSERT_EQ(out.size(), 5u);
+    for (size_t i = 1; i < out.size(); i++)
+        EXPECT_LE(out[i - 1].ts, out[i].ts);
+    EXPECT_EQ(out[2].seq, 1u);  // ties: lower stream first
+    EXPECT_EQ(out[3].seq, 2u);
+}
+
+// ----------------------------------------------------------------- layouts
+
+TEST(Layout, EveryViewOfTheTableIsAChain) {
+    for (View v : {View::host_only, View::target_only, View::joined}) {
+        Layout l = make_layout(v, 0, kComponents);
+        EXPECT_TRUE(l.complete());
+        for (size_t i = 1; i < l.segments.size(); i++)
+            EXPECT_EQ(l.segments[i - 1].to_slot, l.segments[i].from_slot);
+        EXPECT_EQ(l.segments.front().from_slot, l.first_slot);
+        EXPECT_EQ(l.segments.back().to_slot, l.last_slot);
+    }
+}
+
+TEST(Layout, HostOnlyComponentsAndStages) {
+    Layout l = make_layout(View::host_only, 0, kComponents);
+    ASSERT_EQ(l.segments.size(), 4u);
+    EXPECT_EQ(l.segments[0].name, "host block layer, submission");
+    EXPECT_EQ(l.segments[1].name, "host driver, submission");
+    EXPECT_EQ(l.segments[2].name, "network and target (not recorded)");
+    EXPECT_EQ(l.segments[3].name, "host block layer, completion");
+    ASSERT_EQ(l.stages.size(), 3u);
+    EXPECT_EQ(l.stages[0].name, "host block layer");
+    EXPECT_EQ(l.stages[1].name, "host driver");
+    EXPECT_EQ(l.stages[2].name, "network and target (not recorded)");
+    EXPECT_TRUE(l.stages[2].not_recorded);
+    EXPECT_EQ(l.segments[3].stage, 0u);  // completion counts in the block layer
+}
+
+TEST(Layout, TargetOnlyStages) {
+    Layout l = make_layout(View::target_only, 0, kComponents);
+    ASSERT_EQ(l.stages.size(), 2u);
+    EXPECT_EQ(l.stages[0].name, "target driver");
+    EXPECT_EQ(l.stages[1].name, "storage");
+    ASSERT_EQ(l.segments.size(), 3u);
+    EXPECT_EQ(l.segments[1].name, "storage: target block layer and drive");
+}
+
+TEST(Layout, MissingBoundaryMergesNeighbours) {
+    uint32_t missing = 1u << event_slot(NVMETRACE_EV_NVME_SETUP);
+    Layout l = make_layout(View::host_only, missing, kComponents);
+    ASSERT_EQ(l.segments.size(), 3u);
+    EXPECT_EQ(l.segments[0].name, "host block layer, submission + host driver, submission");
+    EXPECT_TRUE(l.segments[0].merged);
+    // The block layer and the driver become one stage, completion included.
+    ASSERT_EQ(l.stages.size(), 2u);
+    EXPECT_EQ(l.stages[0].name, "host block layer + host driver");
+    EXPECT_TRUE(l.stages[0].merged);
+    EXPECT_EQ(l.segments[2].stage, 0u);
+    ASSERT_EQ(l.missing.size(), 1u);
+    EXPECT_EQ(l.missing[0], "nvme_setup_cmd");
+}
+
+TEST(Layout, BrokenTableIsRefused) {
+    static constexpr ComponentDef broken[] = {
+        {"a", NVMETRACE_EV_BIO_QUEUE, NVMETRACE_EV_NVME_SETUP, "host driver", kHost, 0},
+        {"b", NVMETRACE_EV_RQ_ISSUE, NVMETRACE_EV_RQ_COMPLETE, "host driver", kHost, 0},
+    };
+    EXPECT_THROW(make_layout(View::host_only, 0, broken), std::logic_error);
+    static constexpr ComponentDef bad_stage[] = {
+        {"a", NVMETRACE_EV_BIO_QUEUE, NVMETRACE_EV_RQ_COMPLETE, "no such stage", kHost, 0},
+    };
+    EXPECT_THROW(make_layout(View::host_only, 0, bad_stage), std::logic_error);
+}
+
+// For random commands with random gaps and random lost inner records, the
+// components and the stages of each command add up to its end to end.
+TEST(Layout, ComponentsAndStagesSumToEndToEndForEveryCommand) {
+    std::mt19937_64 rng(42);
+    const int order[] = {
+        event_slot(NVMETRACE_EV_BIO_QUEUE),     event_slot(NVMETRACE_EV_RQ_INSERT),
+        event_slot(NVMETRACE_EV_NVME_SETUP),    event_slot(NVMETRACE_EV_RQ_ISSUE),
+        event_slot(NVMETRACE_EV_NVME_COMPLETE), event_slot(NVMETRACE_EV_RQ_COMPLETE)};
+    for (int i = 0; i < 20'000; i++) {
+        Command c;
+        uint64_t t = rng() % 1'000'000'000;
+        for (size_t k = 0; k < std::size(order); k++) {
+            t += rng() % 100'000;
+            bool inner = k > 0 && k + 1 < std::size(order);
+            if (inner && rng() % 4 == 0)
+                continue;  // lost
+            c.ts[order[k]] = t;
+            c.present |= 1u << order[k];
+        }
+        Layout l = make_layout(view_of(c), missing_boundaries(c, kComponents), kComponents);
+        int64_t e2e = static_cast<int64_t>(c.at(l.last_slot) - c.at(l.first_slot));
+        int64_t seg_sum = 0;
+        std::vector<int64_t> stage_sum(l.stages.size());
+        for (const auto& s : l.segments) {
+            ASSERT_TRUE(c.has(s.from_slot) && c.has(s.to_slot));
+            int64_t d = static_cast<int64_t>(c.at(s.to_slot) - c.at(s.from_slot));
+            seg_sum += d;
+            stage_sum[s.stage] += d;
+        }
+        int64_t st = 0;
+        for (auto v : stage_sum)
+            st += v;
+        ASSERT_EQ(seg_sum, e2e);
+        ASSERT_EQ(st, e2e);
+    }
+}
+
+}  // namespace
+}  // namespace nvmetrace

@@ -1,0 +1,66 @@
+#!/bin/sh
+# The command line's contract: exit 0 on success, 1 with one line on stderr on
+# error, 2 on a usage error.  Works with and without the module loaded.
+#   cli_test.sh path/to/nvmetrace expected-version
+set -u
+nvmetrace=$1
+version=$2
+tmp=$(mktemp -d) || exit 1
+trap 'rm -rf "$tmp"' EXIT
+fail=0
+
+# run <expected exit> <args...>: stdout in $tmp/out, stderr in $tmp/err
+run() {
+	want=$1
+	shift
+	"$nvmetrace" "$@" >"$tmp/out" 2>"$tmp/err"
+	got=$?
+	if [ "$got" != "$want" ]; then
+		echo "FAIL: nvmetrace $* exited $got, expected $want"
+		sed 's/^/  stderr: /' "$tmp/err"
+		fail=1
+		return 1
+	fi
+	return 0
+}
+
+# stderr is exactly one line starting with "nvmetrace: "
+one_error_line() {
+	if [ "$(wc -l <"$tmp/err")" != 1 ] || ! grep -q '^nvmetrace: ' "$tmp/err"; then
+		echo "FAIL: nvmetrace $* did not print one error line:"
+		sed 's/^/  stderr: /' "$tmp/err"
+		fail=1
+	fi
+}
+
+run 0 --version
+if [ "$(head -n1 "$tmp/out")" != "nvmetrace $version" ]; then
+	echo "FAIL: --version first line: $(head -n1 "$tmp/out")"
+	fail=1
+fi
+if [ "$(wc -l <"$tmp/out")" != 2 ] || ! grep -q '^module ' "$tmp/out"; then
+	echo "FAIL: --version second line is not about the module:"
+	cat "$tmp/out"
+	fail=1
+fi
+
+run 0 --help
+run 2 && one_error_line "(no arguments)"
+run 2 no-such-command && one_error_line no-such-command
+run 2 status --no-such-option && one_error_line status --no-such-option
+
+if [ -e /sys/module/nvmetrace ]; then
+	run 0 status && grep -q '^state ' "$tmp/out" || { echo "FAIL: status table"; fail=1; }
+	run 0 status --json && grep -q '"state"' "$tmp/out" || { echo "FAIL: status --json"; fail=1; }
+else
+	for args in status "status --json"; do
+		# shellcheck disable=SC2086
+		run 1 $args && one_error_line $args
+		if ! grep -qx 'nvmetrace: nvmetrace module not loaded: modprobe nvmetrace' "$tmp/err"; then
+			echo "FAIL: nvmetrace $args without the module: $(cat "$tmp/err")"
+			fail=1
+		fi
+	done
+fi
+
+exit $fail

@@ -1,0 +1,96 @@
+// The netlink client.  The module cannot be loaded on every build machine:
+// tests that need it skip unless /sys/module/nvmetrace exists, and the
+// "not loaded" path is checked only when it does not.
+#include "genl.h"
+
+#include "error.h"
+
+#include <errno.h>
+#include <linux/nvmetrace.h>
+#include <unistd.h>
+
+#include <optional>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+namespace nvmetrace {
+namespace {
+
+using ::testing::HasSubstr;
+
+bool module_loaded() {
+    return access("/sys/module/nvmetrace", F_OK) == 0;
+}
+
+TEST(Genl, CommandNames) {
+    EXPECT_EQ(command_name(NVMETRACE_CMD_GET_VERSION), "GET_VERSION");
+    EXPECT_EQ(command_name(NVMETRACE_CMD_GET_STATUS), "GET_STATUS");
+    EXPECT_EQ(command_name(NVMETRACE_CMD_START), "START");
+    EXPECT_EQ(command_name(NVMETRACE_CMD_STOP), "STOP");
+    EXPECT_EQ(command_name(NVMETRACE_CMD_GET_HOOKS), "GET_HOOKS");
+    EXPECT_EQ(command_name(200), "command 200");
+}
+
+TEST(Genl, StateNames) {
+    EXPECT_EQ(state_name(State::kIdle), "idle");
+    EXPECT_EQ(state_name(State::kRecording), "recording");
+    EXPECT_EQ(state_name(static_cast<State>(7)), "unknown(7)");
+}
+
+TEST(Genl, ErrorMessagesSayWhatToDo) {
+    EXPECT_EQ(genl_error_message(NVMETRACE_CMD_START, EPERM, ""),
+              "START: Operation not permitted: need root (CAP_NET_ADMIN)");
+    EXPECT_EQ(genl_error_message(NVMETRACE_CMD_GET_HOOKS, EOPNOTSUPP, ""),
+              "GET_HOOKS: not supported by the loaded nvmetrace module (update the module)");
+    EXPECT_EQ(genl_error_message(NVMETRACE_CMD_START, EINVAL, "unknown flags"),
+              "START: Invalid argument: unknown flags");
+    EXPECT_EQ(genl_error_message(NVMETRACE_CMD_STOP, EBUSY, ""), "STOP: Device or resource busy");
+}
+
+TEST(Genl, ModuleNotLoadedSaysHowToLoadIt) {
+    EXPECT_STREQ(ModuleNotLoaded().what(), "nvmetrace module not loaded: modprobe nvmetrace");
+}
+
+TEST(Genl, ResolveFailsCleanlyWithoutTheModule) {
+    if (module_loaded())
+        GTEST_SKIP() << "the nvmetrace module is loaded";
+    try {
+        GenlClient client;
+        FAIL() << "resolved family " << client.family() << " without the module";
+    } catch (const ModuleNotLoaded& e) {
+        EXPECT_STREQ(e.what(), "nvmetrace module not loaded: modprobe nvmetrace");
+    }
+}
+
+TEST(Genl, StartValidatesItsArgumentsBeforeSending) {
+    if (!module_loaded())
+        GTEST_SKIP() << "needs the nvmetrace module";
+    GenlClient client;
+    auto args = [](uint32_t role, uint32_t sample) {
+        StartArgs a;
+        a.role = role;
+        a.sample = sample;
+        return a;
+    };
+    EXPECT_THROW(client.start(args(0, 1)), Error);
+    EXPECT_THROW(client.start(args(4, 1)), Error);
+    EXPECT_THROW(client.start(args(NVMETRACE_ROLE_HOST, 0)), Error);
+}
+
+TEST(Genl, VersionAndStatusFromTheModule) {
+    if (!module_loaded())
+        GTEST_SKIP() << "needs the nvmetrace module";
+    GenlClient client;
+    const ModuleVersion v = client.get_version();
+    EXPECT_EQ(v.abi_version, unsigned{NVMETRACE_ABI_VERSION});
+    EXPECT_EQ(v.ring_version, unsigned{NVMETRACE_RING_VERSION});
+    EXPECT_FALSE(v.module_version.empty());
+    const Status s = client.get_status();
+    EXPECT_EQ(s.rings.rec_size, sizeof(nvmetrace_rec));
+    EXPECT_GE(s.rings.nr_rings, 1u);
+    EXPECT_NO_THROW(check_ring_geometry(s.rings));
+}
+
+}  // namespace
+}  // namespace nvmetrace

@@ -1,0 +1,249 @@
+// RingReader over a memfd laid out like /dev/nvmetrace: ring i at offset
+// i * map_size, each written by ring_core.h's producer through its own
+// mapping, so the reader's real mmap path is exercised.
+#include "ring_reader.h"
+
+#include "error.h"
+#include "ring_barrier.h"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+namespace nvmetrace {
+namespace {
+
+using ::testing::HasSubstr;
+
+class FakeDevice {
+public:
+    FakeDevice(uint32_t nr_rings, uint32_t nr_recs) {
+        const auto page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+        geo_.nr_rings = nr_rings;
+        geo_.nr_recs = nr_recs;
+        geo_.rec_size = sizeof(nvmetrace_rec);
+        const uint64_t bytes = NVMETRACE_RING_CTRL_SIZE + uint64_t{nr_recs} * sizeof(nvmetrace_rec);
+        geo_.map_size = (bytes + page - 1) / page * page;
+
+        fd_ = memfd_create("nvmetrace_test", MFD_CLOEXEC);
+        if (fd_ < 0)
+            throw std::runtime_error(std::string("memfd_create: ") + strerror(errno));
+        if (ftruncate(fd_, static_cast<off_t>(geo_.map_size * nr_rings)) != 0)
+            throw std::runtime_error(std::string("ftruncate: ") + strerror(errno));
+        void* map =
+            mmap(nullptr, geo_.map_size * nr_rings, PROT_READ | PROT_WRITE, MAP_SHARED, fd_, 0);
+        if (map == MAP_FAILED)
+            throw std::runtime_error(std::string("mmap: ") + strerror(errno));
+        base_ = static_cast<char*>(map);
+        prods_.resize(nr_rings);
+        for (uint32_t cpu = 0; cpu < nr_rings; cpu++) {
+            char* ring = base_ + cpu * geo_.map_size;
+            nvmetrace_ring_init(&prods_[cpu], reinterpret_cast<nvmetrace_ring_ctrl*>(ring),
+                                reinterpret_cast<nvmetrace_rec*>(ring + NVMETRACE_RING_CTRL_SIZE),
+                                nr_recs, cpu, geo_.map_size);
+        }
+    }
+    ~FakeDevice() {
+        munmap(base_, geo_.map_size * geo_.nr_rings);
+        close(fd_);
+    }
+
+    // Tries to write one record on `cpu`; false if the ring is full.
+    bool produce(uint32_t cpu, uint64_t lba) {
+        nvmetrace_rec* r = nvmetrace_ring_reserve(&prods_[cpu]);
+        if (!r)
+            return false;
+        *r = nvmetrace_rec{};
+        r->ts = lba + 1000;
+        r->lba = lba;
+        r->event = NVMETRACE_EV_RQ_ISSUE;
+        nvmetrace_ring_commit(&prods_[cpu], r);
+        return true;
+    }
+
+    nvmetrace_ring_ctrl* ctrl(uint32_t cpu) {
+        return reinterpret_cast<nvmetrace_ring_ctrl*>(base_ + cpu * geo_.map_size);
+    }
+    int fd() const { return fd_; }
+    const RingGeometry& geo() const { return geo_; }
+
+private:
+    RingGeometry geo_;
+    int fd_ = -1;
+    char* base_ = nullptr;
+    std::vector<nvmetrace_ring_prod> prods_;
+};
+
+// What drain() delivered, per CPU.
+std::map<uint32_t, std::vector<nvmetrace_rec>> drain_all(RingReader& reader) {
+    std::map<uint32_t, std::vector<nvmetrace_rec>> got;
+    reader.drain([&got](uint32_t cpu, std::span<const nvmetrace_rec> recs) {
+        got[cpu].insert(got[cpu].end(), recs.begin(), recs.end());
+    });
+    return got;
+}
+
+TEST(RingReader, DrainsEveryRingInOrderAndReportsLostPerRing) {
+    FakeDevice dev(3, 8);
+    // cpu 0: 5 records; cpu 1: none; cpu 2: 8 fit, 4 are dropped.
+    for (uint64_t i = 0; i < 5; i++)
+        ASSERT_TRUE(dev.produce(0, i));
+    for (uint64_t i = 0; i < 12; i++)
+        EXPECT_EQ(dev.produce(2, 100 + i), i < 8);
+
+    RingReader reader(dev.fd(), dev.geo());
+    auto got = drain_all(reader);
+    ASSERT_EQ(got[0].size(), 5u);
+    EXPECT_EQ(got.count(1), 0u) << "empty ring passed to the sink";
+    ASSERT_EQ(got[2].size(), 8u);
+    for (uint32_t i = 0; i < 5; i++) {
+        EXPECT_EQ(got[0][i].seq, i);
+        EXPECT_EQ(got[0][i].lba, i);
+    }
+    for (uint32_t i = 0; i < 8; i++)
+        EXPECT_EQ(got[2][i].lba, 100 + i);
+
+    const std::vector<RingStats> stats = reader.stats();
+    ASSERT_EQ(stats.size(), 3u);
+    EXPECT_EQ(stats[0].lost, 0u);
+    EXPECT_EQ(stats[1].lost, 0u);
+    EXPECT_EQ(stats[2].lost, 4u);
+    EXPECT_EQ(stats[2].head, 8u);
+    EXPECT_EQ(stats[2].tail, 8u);
+    EXPECT_EQ(reader.lost(), 4u);
+
+    // The slots are free again, and a second drain only sees new records.
+    EXPECT_TRUE(dev.produce(2, 200));
+    got = drain_all(reader);
+    ASSERT_EQ(got[2].size(), 1u);
+    EXPECT_EQ(got[2][0].lba, 200u);
+    EXPECT_EQ(got[2][0].seq, 8u);
+    EXPECT_EQ(reader.drain([](uint32_t, std::span<const nvmetrace_rec>) {}), 0u);
+}
+
+TEST(RingReader, MovedReaderKeepsTheMappings) {
+    FakeDevice dev(2, 4);
+    ASSERT_TRUE(dev.produce(1, 7));
+    RingReader a(dev.fd(), dev.geo());
+    RingReader b(std::move(a));
+    auto got = drain_all(b);
+    ASSERT_EQ(got[1].size(), 1u);
+    EXPECT_EQ(got[1][0].lba, 7u);
+}
+
+TEST(RingReader, DrainRejectsACorruptedHead) {
+    FakeDevice dev(2, 8);
+    RingReader reader(dev.fd(), dev.geo());
+    dev.ctrl(1)->head = 100;  // more than a ring ahead of tail 0
+    try {
+        reader.drain([](uint32_t, std::span<const nvmetrace_rec>) {});
+        FAIL() << "no error";
+    } catch (const Error& e) {
+        EXPECT_THAT(e.what(), HasSubstr("ring 1: corrupted control page: head 100 tail 0"));
+    }
+    EXPECT_EQ(dev.ctrl(1)->tail, 0u);
+}
+
+// Each broken field of a control page gives an error naming the ring and it.
+TEST(RingReader, RejectsControlPagesItCannotRead) {
+    struct Case {
+        const char* name;
+        std::function<void(nvmetrace_ring_ctrl*)> corrupt;
+        const char* message;
+    };
+    const Case cases[] = {
+        {"magic", [](nvmetrace_ring_ctrl* c) { c->magic = 0; }, "ring 1: bad magic 0x00000000"},
+        {"compat_version",
+         [](nvmetrace_ring_ctrl* c) {
+             c->version = NVMETRACE_RING_VERSION + 1;
+             c->compat_version = NVMETRACE_RING_VERSION + 1;
+         },
+         "ring 1: ring layout version 2 needs a reader of version 2 or later"},
+        {"size", [](nvmetrace_ring_ctrl* c) { c->size = 64; },
+         "ring 1: control page size 64 is smaller than 4096"},
+        {"rec_size", [](nvmetrace_ring_ctrl* c) { c->rec_size = 40; },
+         "ring 1: record size 40 (expected 48)"},
+        {"nr_recs", [](nvmetrace_ring_ctrl* c) { c->nr_recs = 16; },
+         "ring 1: nr_recs 16 (the status query said 8)"},
+        {"cpu", [](nvmetrace_ring_ctrl* c) { c->cpu = 0; }, "ring 1: belongs to cpu 0"},
+        {"map_size", [](nvmetrace_ring_ctrl* c) { c->map_size = 1 << 20; },
+         "ring 1: map_size 1048576"},
+        {"data_offset", [](nvmetrace_ring_ctrl* c) { c->data_offset = 8000; },
+         "ring 1: data_offset 8000 does not fit 8 records"},
+    };
+    for (const Case& tc : cases) {
+        SCOPED_TRACE(tc.name);
+        FakeDevice dev(2, 8);
+        tc.corrupt(dev.ctrl(1));
+        try {
+            RingReader reader(dev.fd(), dev.geo());
+            ADD_FAILURE() << "accepted a bad " << tc.name;
+        } catch (const Error& e) {
+            EXPECT_THAT(e.what(), HasSubstr(tc.message));
+        }
+    }
+}
+
+// A newer writer whose layout this reader can still read is accepted.
+TEST(RingReader, AcceptsNewerCompatibleLayout) {
+    FakeDevice dev(1, 8);
+    dev.ctrl(0)->version = NVMETRACE_RING_VERSION + 1;
+    dev.ctrl(0)->compat_version = NVMETRACE_RING_VERSION;
+    EXPECT_NO_THROW(RingReader(dev.fd(), dev.geo()));
+}
+
+TEST(RingReader, RejectsGeometryItCannotMap) {
+    FakeDevice dev(1, 8);
+    auto message = [&dev](auto change) {
+        RingGeometry geo = dev.geo();
+        change(geo);
+        try {
+            RingReader reader(dev.fd(), geo);
+        } catch (const Error& e) {
+            return std::string(e.what());
+        }
+        return std::string("accepted");
+    };
+    EXPECT_THAT(message([](RingGeometry& g) { g.rec_size = 64; }),
+                HasSubstr("module records are 64 bytes, this nvmetrace reads 48"));
+    EXPECT_THAT(message([](RingGeometry& g) { g.nr_recs = 6; }),
+                HasSubstr("6 records per ring, not a power of two"));
+    EXPECT_THAT(message([](RingGeometry& g) { g.map_size += 1; }),
+                HasSubstr("not a multiple of the page size"));
+    EXPECT_THAT(message([](RingGeometry& g) { g.nr_recs = 1024; }), HasSubstr("too small"));
+    EXPECT_THAT(message([](RingGeometry& g) { g.nr_rings = 0; }), HasSubstr("no rings"));
+}
+
+TEST(RingReader, MmapErrorsNameTheRing) {
+    FakeDevice dev(1, 8);
+    try {
+        RingReader reader(-1, dev.geo());
+        FAIL() << "no error";
+    } catch (const Error& e) {
+        EXPECT_THAT(e.what(),
+                    HasSubstr("ring 0: mmap 8192 bytes at offset 0: Bad file descriptor"));
+    }
+}
+
+TEST(RingReader, OpenNamesThePath) {
+    FakeDevice dev(1, 8);
+    try {
+        RingReader::open("/nonexistent/nvmetrace", dev.geo());
+        FAIL() << "no error";
+    } catch (const Error& e) {
+        EXPECT_THAT(e.what(), HasSubstr("/nonexistent/nvmetrace (is the nvmetrace module "
+                                        "loaded?): No such file or directory"));
+    }
+}
+
+}  // namespace
+}  // namespace nvmetrace
