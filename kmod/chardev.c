@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * chardev.c — /dev/nvmetrace, the data channel.
+ * /dev/nvmetrace, the data channel.
  *
  * The device does one thing: mmap() of one CPU's ring, at file offset
  * cpu * map_size, exactly map_size bytes, shared, never executable.  No read,

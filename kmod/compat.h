@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * compat.h — every kernel-version difference nvmetrace has to bridge.
+ * Every kernel-version difference nvmetrace has to bridge.
  *
  * The rest of the module has no LINUX_VERSION_CODE test: it calls the
  * nvmetrace_* wrappers below.  Each wrapper cites the upstream commit that

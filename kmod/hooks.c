@@ -1,35 +1,633 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * hooks.c — placeholder: no hooks yet.  The real file attaches the probes
- * (tracepoints by name, kprobes) and fills records with
- * nvmetrace_ring_local_reserve()/_commit(); its contract is in nvmetrace.h.
- * Until then START fails with -EOPNOTSUPP and GET_HOOKS lists nothing.
+ * hooks.c — where nvmetrace attaches to the kernel, and what each hook records.
+ *
+ * Hooks are tracepoints found by name (built-in ones with
+ * for_each_kernel_tracepoint(), ones in nvme-core and nvmet through the
+ * tracepoint module notifier, which also replays modules already loaded) and
+ * kprobes on nvmet's block backend (re-armed by a module notifier when nvmet
+ * comes back).  Nothing needs to be exported by the kernel and the load order
+ * of nvme-core, nvmet and nvmetrace does not matter.
+ *
+ * Hooks are registered at START and removed at STOP, so an idle nvmetrace
+ * costs nothing on the I/O path.  The configuration (struct
+ * nvmetrace_config) is written only while no hook is registered and read
+ * without locks by the hooks.
+ *
+ * Every hook decides on its own whether its command is sampled: the predicate
+ * is a hash of the command's starting LBA (in namespace blocks), which host
+ * and target both know, so both sides sample the same commands with no
+ * per-command state in the kernel.  A sampled hook writes one record into its
+ * CPU's ring; user space joins records into commands.
+ *
+ * Hot-path rules: no sleeping, no allocation, no lock but the local interrupt
+ * disable inside the ring write, no printing.
  */
-#include <linux/errno.h>
-#include <linux/netlink.h>
+#include <linux/blk-mq.h>
+#include <linux/blkdev.h>
+#include <linux/kprobes.h>
+#include <linux/module.h>
+#include <linux/mutex.h>
+#include <linux/nvme.h>
+#include <linux/tracepoint.h>
+#include <net/genetlink.h>
+#include <trace/events/block.h>
 
 #include "nvmetrace.h"
+
+/* ------------------------------------------------------- configuration */
+
+static struct nvmetrace_config cfg;
+static u64 sample_threshold;	/* hash <= threshold: sampled */
+
+/* Serializes START/STOP against each other and against module notifiers. */
+static DEFINE_MUTEX(hooks_lock);
+static bool recording;
+
+/*
+ * A 64-bit mixer (the finalizer of splitmix64): every input bit affects
+ * every output bit, so 1-of-N by threshold is uniform over LBAs.  User space
+ * computes the same function (user/src/sampling.h).
+ */
+static __always_inline u64 nvmetrace_mix(u64 x)
+{
+	x ^= x >> 30;
+	x *= 0xbf58476d1ce4e5b9ULL;
+	x ^= x >> 27;
+	x *= 0x94d049bb133111ebULL;
+	x ^= x >> 31;
+	return x;
+}
+
+static __always_inline bool nvmetrace_sampled(u64 lba)
+{
+	return nvmetrace_mix(lba ^ cfg.seed) <= sample_threshold;
+}
+
+static __always_inline bool host_dev_wanted(u32 dev)
+{
+	u32 i;
+
+	if (!cfg.nr_devs)
+		return true;
+	for (i = 0; i < cfg.nr_devs; i++)
+		if (cfg.devs[i] == dev)
+			return true;
+	return false;
+}
+
+/* ---------------------------------------------------------------- emit */
+
+static __always_inline void emit(u16 event, u64 lba, u32 dev, u32 len,
+				 u16 qid, u16 cid, u16 tag, u16 cntlid,
+				 u8 opcode, u8 flags, u64 aux)
+{
+	unsigned long irqflags;
+	struct nvmetrace_rec *r = nvmetrace_ring_local_reserve(&irqflags);
+
+	if (!r)
+		return;		/* ring full: counted in its lost counter */
+	/* taken inside the reserve, so a ring's records are in time order */
+	r->ts = ktime_get_ns();
+	r->lba = lba;
+	r->aux = aux;
+	r->dev = dev;
+	r->len = len;
+	r->event = event;
+	r->qid = qid;
+	r->cid = cid;
+	r->tag = tag;
+	r->cntlid = cntlid;
+	r->opcode = opcode;
+	r->flags = flags;
+	nvmetrace_ring_local_commit(r, irqflags);
+}
+
+/* ------------------------------------------------------------ host side */
+
+/* the in-kernel dev_t (major << 20 | minor), as the UAPI header says */
+static __always_inline u32 disk_dev(const struct gendisk *disk)
+{
+	return (u32)disk_devt((struct gendisk *)disk);
+}
+
+/* LBA of a sector, in the namespace's logical blocks. */
+static __always_inline u64 sector_to_lba(struct request_queue *q, sector_t s)
+{
+	return s >> (__ffs(queue_logical_block_size(q)) - SECTOR_SHIFT);
+}
+
+static __always_inline u8 rq_opcode(const struct request *rq)
+{
+	switch (req_op(rq)) {
+	case REQ_OP_READ:
+		return nvme_cmd_read;
+	case REQ_OP_WRITE:
+		return nvme_cmd_write;
+	default:
+		return 0;
+	}
+}
+
+static __always_inline u16 rq_qid(const struct request *rq)
+{
+	return rq->mq_hctx ? rq->mq_hctx->queue_num + 1 : 0;
+}
+
+static void probe_bio_queue(void *data, struct bio *bio)
+{
+	struct gendisk *disk = bio->bi_bdev->bd_disk;
+	u8 op;
+	u64 lba;
+	u32 dev;
+
+	switch (bio_op(bio)) {
+	case REQ_OP_READ:
+		op = nvme_cmd_read;
+		break;
+	case REQ_OP_WRITE:
+		op = nvme_cmd_write;
+		break;
+	default:
+		return;
+	}
+	dev = disk_dev(disk);
+	if (!host_dev_wanted(dev))
+		return;
+	lba = sector_to_lba(disk->queue, bio->bi_iter.bi_sector);
+	if (!nvmetrace_sampled(lba))
+		return;
+	emit(NVMETRACE_EV_BIO_QUEUE, lba, dev, bio->bi_iter.bi_size, 0, 0, 0,
+	     0, op, op == nvme_cmd_write ? NVMETRACE_REC_WRITE : 0, 0);
+}
+
+static __always_inline void host_rq_event(u16 event, struct request *rq, u64 aux)
+{
+	struct gendisk *disk = rq->q->disk;
+	u8 op = rq_opcode(rq);
+	u64 lba;
+	u32 dev;
+
+	if (!disk || !op)
+		return;
+	dev = disk_dev(disk);
+	if (!host_dev_wanted(dev))
+		return;
+	lba = sector_to_lba(rq->q, blk_rq_pos(rq));
+	if (!nvmetrace_sampled(lba))
+		return;
+	emit(event, lba, dev, blk_rq_bytes(rq), rq_qid(rq), 0, (u16)rq->tag, 0,
+	     op, NVMETRACE_REC_HAS_QID |
+	     (op == nvme_cmd_write ? NVMETRACE_REC_WRITE : 0), aux);
+}
+
+static void probe_rq_insert(void *data, struct request *rq)
+{
+	host_rq_event(NVMETRACE_EV_RQ_INSERT, rq, 0);
+}
+
+static void probe_rq_issue(void *data, struct request *rq)
+{
+	host_rq_event(NVMETRACE_EV_RQ_ISSUE, rq, 0);
+}
+
+static void probe_rq_complete(void *data, struct request *rq,
+			      blk_status_t error, unsigned int nr_bytes)
+{
+	host_rq_event(NVMETRACE_EV_RQ_COMPLETE, rq, (__force u64)error);
+}
+
+static void probe_nvme_complete(void *data, struct request *rq)
+{
+	host_rq_event(NVMETRACE_EV_NVME_COMPLETE, rq, 0);
+}
+
+/* nvme_setup_cmd: the command id is known from here on. */
+static void probe_nvme_setup(void *data, struct request *rq,
+			     struct nvme_command *cmd)
+{
+	struct gendisk *disk = rq->q->disk;
+	u8 op = cmd->common.opcode;
+	u64 lba;
+	u32 dev;
+
+	if (!disk || (op != nvme_cmd_read && op != nvme_cmd_write))
+		return;
+	dev = disk_dev(disk);
+	if (!host_dev_wanted(dev))
+		return;
+	lba = le64_to_cpu(cmd->rw.slba);
+	if (!nvmetrace_sampled(lba))
+		return;
+	emit(NVMETRACE_EV_NVME_SETUP, lba, dev, blk_rq_bytes(rq), rq_qid(rq),
+	     cmd->common.command_id, (u16)rq->tag, 0, op,
+	     NVMETRACE_REC_HAS_QID | NVMETRACE_REC_HAS_CID |
+	     (op == nvme_cmd_write ? NVMETRACE_REC_WRITE : 0),
+	     le32_to_cpu(cmd->common.nsid));
+}
+
+/* ---------------------------------------------------------- target side */
+
+/*
+ * nvmet's request and queue structs are private.  User space reads their
+ * layout from the running kernel's BTF (/sys/kernel/btf/nvmet) and passes the
+ * offsets at START; without them the target hooks are refused (see
+ * nvmetrace_hooks_start()), never guessed.
+ */
+#define FIELD_AT(type, base, off) (*(type *)((const char *)(base) + (off)))
+
+static __always_inline void target_event(u16 event, const void *req,
+					 const struct nvme_command *cmd, u64 aux)
+{
+	const void *sq, *ctrl;
+	u8 op = cmd->common.opcode;
+	u64 lba;
+	u16 qid, cntlid;
+
+	if (op != nvme_cmd_read && op != nvme_cmd_write)
+		return;
+	lba = le64_to_cpu(cmd->rw.slba);
+	if (!nvmetrace_sampled(lba))
+		return;
+	sq = FIELD_AT(const void *, req, cfg.layout.req_sq);
+	qid = FIELD_AT(u16, sq, cfg.layout.sq_qid);
+	if (!qid)
+		return;
+	ctrl = FIELD_AT(const void *, sq, cfg.layout.sq_ctrl);
+	cntlid = ctrl ? FIELD_AT(u16, ctrl, cfg.layout.ctrl_cntlid) : 0;
+	/* nvmet's namespace block size is private: len counts blocks */
+	emit(event, lba, 0, le16_to_cpu(cmd->rw.length) + 1, qid,
+	     cmd->common.command_id, 0, cntlid, op,
+	     NVMETRACE_REC_HAS_QID | NVMETRACE_REC_HAS_CID |
+	     NVMETRACE_REC_LEN_BLOCKS |
+	     (op == nvme_cmd_write ? NVMETRACE_REC_WRITE : 0), aux);
+}
+
+static void probe_nvmet_init(void *data, void *req, struct nvme_command *cmd)
+{
+	target_event(NVMETRACE_EV_NVMET_INIT, req, cmd,
+		     le32_to_cpu(cmd->common.nsid));
+}
+
+static void probe_nvmet_complete(void *data, void *req)
+{
+	const struct nvme_command *cmd =
+		FIELD_AT(const struct nvme_command *, req, cfg.layout.req_cmd);
+	const struct nvme_completion *cqe =
+		FIELD_AT(const struct nvme_completion *, req, cfg.layout.req_cqe);
+
+	target_event(NVMETRACE_EV_NVMET_COMPLETE, req, cmd,
+		     le16_to_cpu(cqe->status) >> 1);
+}
+
+/* kprobe at nvmet_bdev_execute_rw(struct nvmet_req *req) */
+static int kp_nvmet_exec(struct kprobe *kp, struct pt_regs *regs)
+{
+	const void *req = (const void *)regs_get_kernel_argument(regs, 0);
+
+	target_event(NVMETRACE_EV_NVMET_EXEC, req,
+		     FIELD_AT(const struct nvme_command *, req, cfg.layout.req_cmd), 0);
+	return 0;
+}
+
+/* kprobe at nvmet_bio_done(struct bio *bio): bi_private is the nvmet_req */
+static int kp_nvmet_bio_done(struct kprobe *kp, struct pt_regs *regs)
+{
+	const struct bio *bio = (const struct bio *)regs_get_kernel_argument(regs, 0);
+	const void *req = bio->bi_private;
+
+	target_event(NVMETRACE_EV_NVMET_BIO_DONE, req,
+		     FIELD_AT(const struct nvme_command *, req, cfg.layout.req_cmd),
+		     (__force u64)bio->bi_status);
+	return 0;
+}
+
+/* ------------------------------------------------------------ the table */
+
+struct nvmetrace_hook {
+	const char *name;	/* tracepoint or function */
+	const char *module;	/* NULL: built in */
+	u32 kind;		/* NVMETRACE_HOOK_* */
+	u32 role;		/* NVMETRACE_ROLE_* it serves */
+	void *probe;		/* tracepoint probe */
+	kprobe_pre_handler_t pre;	/* kprobe handler */
+	bool alternative;	/* absent on some kernels by design */
+
+	/* state, under hooks_lock */
+	struct tracepoint *tp;
+	struct kprobe kp;
+	u32 state;		/* NVMETRACE_HOOK_* state */
+	int err;
+};
+
+static struct nvmetrace_hook hooks[] = {
+	{ "block_bio_queue", NULL, NVMETRACE_HOOK_TRACEPOINT, NVMETRACE_ROLE_HOST,
+	  probe_bio_queue },
+	{ "block_rq_insert", NULL, NVMETRACE_HOOK_TRACEPOINT, NVMETRACE_ROLE_HOST,
+	  probe_rq_insert },
+	{ "block_rq_issue", NULL, NVMETRACE_HOOK_TRACEPOINT, NVMETRACE_ROLE_HOST,
+	  probe_rq_issue },
+	{ "nvme_setup_cmd", "nvme_core", NVMETRACE_HOOK_TRACEPOINT,
+	  NVMETRACE_ROLE_HOST, probe_nvme_setup },
+	{ "nvme_complete_rq", "nvme_core", NVMETRACE_HOOK_TRACEPOINT,
+	  NVMETRACE_ROLE_HOST, probe_nvme_complete },
+	{ "block_rq_complete", NULL, NVMETRACE_HOOK_TRACEPOINT,
+	  NVMETRACE_ROLE_HOST, probe_rq_complete },
+	{ "nvmet_req_init", "nvmet", NVMETRACE_HOOK_TRACEPOINT,
+	  NVMETRACE_ROLE_TARGET, probe_nvmet_init },
+	{ "nvmet_bdev_execute_rw", "nvmet", NVMETRACE_HOOK_KPROBE,
+	  NVMETRACE_ROLE_TARGET, NULL, kp_nvmet_exec },
+	{ "nvmet_bio_done", "nvmet", NVMETRACE_HOOK_KPROBE,
+	  NVMETRACE_ROLE_TARGET, NULL, kp_nvmet_bio_done },
+	{ "nvmet_req_complete", "nvmet", NVMETRACE_HOOK_TRACEPOINT,
+	  NVMETRACE_ROLE_TARGET, probe_nvmet_complete },
+};
+
+static bool hook_wanted(const struct nvmetrace_hook *h)
+{
+	return recording && (h->role & cfg.role);
+}
+
+/* hooks_lock held */
+static void tp_attach(struct nvmetrace_hook *h, struct tracepoint *tp)
+{
+	int ret;
+
+	if (h->state == NVMETRACE_HOOK_ATTACHED)
+		return;
+	ret = tracepoint_probe_register(tp, h->probe, NULL);
+	if (ret) {
+		h->state = NVMETRACE_HOOK_FAILED;
+		h->err = ret;
+		return;
+	}
+	h->tp = tp;
+	h->state = NVMETRACE_HOOK_ATTACHED;
+	h->err = 0;
+}
+
+/* hooks_lock held */
+static void tp_detach(struct nvmetrace_hook *h)
+{
+	if (h->state == NVMETRACE_HOOK_ATTACHED)
+		tracepoint_probe_unregister(h->tp, h->probe, NULL);
+	h->tp = NULL;
+}
+
+static void match_builtin_tp(struct tracepoint *tp, void *priv)
+{
+	struct nvmetrace_hook *h = priv;
+
+	if (!strcmp(tp->name, h->name))
+		tp_attach(h, tp);
+}
+
+/* hooks_lock held */
+static void kp_attach(struct nvmetrace_hook *h)
+{
+	int ret;
+
+	if (h->state == NVMETRACE_HOOK_ATTACHED)
+		return;
+	memset(&h->kp, 0, sizeof(h->kp));
+	h->kp.symbol_name = h->name;
+	h->kp.pre_handler = h->pre;
+	ret = register_kprobe(&h->kp);
+	if (ret) {
+		/* -ENOENT: its module is not loaded, or the function was inlined */
+		h->state = ret == -ENOENT ? NVMETRACE_HOOK_WAITING : NVMETRACE_HOOK_FAILED;
+		h->err = ret;
+		return;
+	}
+	h->state = NVMETRACE_HOOK_ATTACHED;
+	h->err = 0;
+}
+
+/* hooks_lock held */
+static void kp_detach(struct nvmetrace_hook *h)
+{
+	if (h->state == NVMETRACE_HOOK_ATTACHED)
+		unregister_kprobe(&h->kp);
+}
+
+/*
+ * A module with tracepoints comes or goes.  Called with the tracepoint
+ * module list mutex held; replayed for loaded modules when the notifier is
+ * registered.  A module's tracepoints must have no probes left when it goes
+ * (the tracepoint core checks), so detach them here.
+ */
+static int tp_module_notify(struct notifier_block *nb, unsigned long val,
+			    void *data)
+{
+	struct tp_module *tp_mod = data;
+	struct module *mod = tp_mod->mod;
+	struct nvmetrace_hook *h;
+	unsigned int i;
+
+	mutex_lock(&hooks_lock);
+	for (h = hooks; h < hooks + ARRAY_SIZE(hooks); h++) {
+		if (h->kind != NVMETRACE_HOOK_TRACEPOINT || !h->module ||
+		    strcmp(h->module, mod->name))
+			continue;
+		if (val == MODULE_STATE_COMING && hook_wanted(h)) {
+			for (i = 0; i < mod->num_tracepoints; i++) {
+				struct tracepoint *tp =
+					tracepoint_ptr_deref(&mod->tracepoints_ptrs[i]);
+
+				if (!strcmp(tp->name, h->name))
+					tp_attach(h, tp);
+			}
+		} else if (val == MODULE_STATE_GOING) {
+			tp_detach(h);
+			h->state = hook_wanted(h) ? NVMETRACE_HOOK_WAITING :
+						    NVMETRACE_HOOK_DETACHED;
+		}
+	}
+	mutex_unlock(&hooks_lock);
+	return NOTIFY_OK;
+}
+
+static struct notifier_block tp_module_nb = {
+	.notifier_call = tp_module_notify,
+};
+
+/*
+ * Kprobes in a module: arm them once the module is live, drop them when it
+ * goes (the kprobe core marks them gone; unregistering releases our side).
+ */
+static int module_notify(struct notifier_block *nb, unsigned long val, void *data)
+{
+	struct module *mod = data;
+	struct nvmetrace_hook *h;
+
+	if (val != MODULE_STATE_LIVE && val != MODULE_STATE_GOING)
+		return NOTIFY_DONE;
+	mutex_lock(&hooks_lock);
+	for (h = hooks; h < hooks + ARRAY_SIZE(hooks); h++) {
+		if (h->kind != NVMETRACE_HOOK_KPROBE || !h->module ||
+		    strcmp(h->module, mod->name) || !hook_wanted(h))
+			continue;
+		if (val == MODULE_STATE_LIVE) {
+			kp_attach(h);
+		} else {
+			kp_detach(h);
+			h->state = NVMETRACE_HOOK_WAITING;
+		}
+	}
+	mutex_unlock(&hooks_lock);
+	return NOTIFY_OK;
+}
+
+static struct notifier_block module_nb = {
+	.notifier_call = module_notify,
+};
+
+/* ------------------------------------------------------------ start/stop */
+
+static int check_layout(const struct nvmetrace_layout *l)
+{
+	/* Offsets come from BTF in user space; reject anything implausible. */
+	const u32 max = 4096;
+
+	if (!l->valid)
+		return -ENOENT;
+	if (l->req_cmd >= max || l->req_cqe >= max || l->req_sq >= max ||
+	    l->sq_qid >= max || l->sq_ctrl >= max || l->ctrl_cntlid >= max ||
+	    l->req_cmd % 8 || l->req_cqe % 8 || l->req_sq % 8 ||
+	    l->sq_ctrl % 8 || l->sq_qid % 2 || l->ctrl_cntlid % 2)
+		return -EINVAL;
+	return 0;
+}
+
+/* ctl_lock held, nothing recording (see nvmetrace.h) */
+int nvmetrace_hooks_start(const struct nvmetrace_config *c,
+			  struct netlink_ext_ack *extack)
+{
+	struct nvmetrace_hook *h;
+	int ret;
+
+	if (c->role & NVMETRACE_ROLE_TARGET) {
+		ret = check_layout(&c->layout);
+		if (ret) {
+			NL_SET_ERR_MSG(extack,
+				       "target role needs nvmet's struct layout (NVMETRACE_A_LAYOUT, from BTF)");
+			return ret;
+		}
+	}
+
+	mutex_lock(&hooks_lock);
+	if (recording) {
+		mutex_unlock(&hooks_lock);
+		NL_SET_ERR_MSG(extack, "already recording");
+		return -EBUSY;
+	}
+	cfg = *c;
+	sample_threshold = div64_u64(U64_MAX, cfg.sample);
+	if (cfg.sample == 1)
+		sample_threshold = U64_MAX;
+	recording = true;
+
+	for (h = hooks; h < hooks + ARRAY_SIZE(hooks); h++) {
+		h->state = NVMETRACE_HOOK_DETACHED;
+		h->err = 0;
+		if (!hook_wanted(h))
+			continue;
+		if (h->kind == NVMETRACE_HOOK_KPROBE) {
+			kp_attach(h);
+		} else if (!h->module) {
+			for_each_kernel_tracepoint(match_builtin_tp, h);
+			if (h->state == NVMETRACE_HOOK_DETACHED)
+				h->state = NVMETRACE_HOOK_ABSENT;
+		} else {
+			h->state = NVMETRACE_HOOK_WAITING;
+		}
+	}
+	mutex_unlock(&hooks_lock);
+
+	/* replays COMING for loaded modules: attaches nvme_core/nvmet hooks */
+	ret = register_tracepoint_module_notifier(&tp_module_nb);
+	if (!ret)
+		ret = register_module_notifier(&module_nb);
+	if (ret) {
+		NL_SET_ERR_MSG(extack, "cannot register module notifiers");
+		nvmetrace_hooks_stop();
+	}
+	return ret;
+}
+
+void nvmetrace_hooks_stop(void)
+{
+	struct nvmetrace_hook *h;
+
+	unregister_module_notifier(&module_nb);
+	unregister_tracepoint_module_notifier(&tp_module_nb);
+
+	mutex_lock(&hooks_lock);
+	if (!recording) {
+		mutex_unlock(&hooks_lock);
+		return;
+	}
+	for (h = hooks; h < hooks + ARRAY_SIZE(hooks); h++) {
+		if (h->kind == NVMETRACE_HOOK_KPROBE)
+			kp_detach(h);
+		else
+			tp_detach(h);
+		h->state = NVMETRACE_HOOK_DETACHED;
+	}
+	recording = false;
+	mutex_unlock(&hooks_lock);
+	/* no probe runs on any CPU after this returns */
+	tracepoint_synchronize_unregister();
+}
 
 int nvmetrace_hooks_init(void)
 {
 	return 0;
 }
 
+/* Unload: netlink has stopped any recording before this runs. */
 void nvmetrace_hooks_exit(void)
 {
+	WARN_ON_ONCE(READ_ONCE(recording));
 }
 
-int nvmetrace_hooks_start(const struct nvmetrace_config *cfg)
-{
-	return -EOPNOTSUPP;
-}
-
-void nvmetrace_hooks_stop(void)
-{
-}
-
-/* An empty dump: 0 ends it. */
+/*
+ * GET_HOOKS dump: one NVMETRACE_A_HOOK nest per hook; cb->args[0] is the
+ * next hook to send.  Takes hooks_lock, so a dump sees each hook's state
+ * consistently.
+ */
 int nvmetrace_hooks_dump(struct sk_buff *skb, struct netlink_callback *cb)
 {
-	return 0;
+	unsigned long i;
+	int ret = 0;
+
+	mutex_lock(&hooks_lock);
+	for (i = cb->args[0]; i < ARRAY_SIZE(hooks); i++) {
+		const struct nvmetrace_hook *h = &hooks[i];
+		struct nlattr *nest;
+		void *hdr;
+
+		hdr = genlmsg_put(skb, NETLINK_CB(cb->skb).portid,
+				  cb->nlh->nlmsg_seq, nvmetrace_genl_family_ptr(),
+				  NLM_F_MULTI, NVMETRACE_CMD_GET_HOOKS);
+		if (!hdr)
+			break;
+		nest = nla_nest_start(skb, NVMETRACE_A_HOOK);
+		if (!nest ||
+		    nla_put_string(skb, NVMETRACE_A_HOOK_NAME, h->name) ||
+		    nla_put_u32(skb, NVMETRACE_A_HOOK_KIND, h->kind) ||
+		    nla_put_u32(skb, NVMETRACE_A_HOOK_STATE, h->state) ||
+		    nla_put_s32(skb, NVMETRACE_A_HOOK_ERROR, h->err) ||
+		    nla_put_u32(skb, NVMETRACE_A_ROLE, h->role)) {
+			genlmsg_cancel(skb, hdr);
+			break;
+		}
+		nla_nest_end(skb, nest);
+		genlmsg_end(skb, hdr);
+	}
+	mutex_unlock(&hooks_lock);
+	if (i == cb->args[0] && i < ARRAY_SIZE(hooks))
+		ret = -EMSGSIZE;
+	cb->args[0] = i;
+	return ret ? ret : skb->len;
 }

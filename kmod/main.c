@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * main.c — load and unload.
+ * Load and unload.
  *
  * Load brings the parts up from the inside out, so nothing is reachable
  * before what it uses exists: rings, hooks (nothing attached yet), the
@@ -29,6 +29,7 @@ MODULE_PARM_DESC(ring_kb,
 struct nvmetrace_dev nvmetrace_dev = {
 	.ctl_lock	= __MUTEX_INITIALIZER(nvmetrace_dev.ctl_lock),
 	.state		= NVMETRACE_STATE_IDLE,
+	.cfg		= NVMETRACE_CONFIG_IDLE,
 };
 
 static int __init nvmetrace_init(void)

@@ -1,14 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * netlink.c — the control channel: generic netlink family
+ * The control channel: generic netlink family
  * NVMETRACE_GENL_NAME (commands and attributes: <linux/nvmetrace.h>).
  *
  * Every command needs CAP_NET_ADMIN (GENL_ADMIN_PERM) and exists only in the
  * initial network namespace (.netnsok unset): the rings are global.  Every
  * request is strictly validated against nvmetrace_genl_policy: unknown or
  * reply-only attributes, wrong lengths, unknown NVMETRACE_A_FLAGS bits and
- * unknown roles are refused with -EINVAL and an extack message before any
- * handler runs.  Nested attributes need NLA_F_NESTED.
+ * unknown roles are refused with -EINVAL (SAMPLE 0: -ERANGE) and an extack
+ * message before any handler runs.  Nested attributes need NLA_F_NESTED.
  *
  * Handlers run in process context and may sleep.  .parallel_ops is set, so
  * the genetlink core does not serialize them: START and STOP take
@@ -28,12 +28,22 @@ static const struct nla_policy nvmetrace_genl_dev_policy[NVMETRACE_A_MAX + 1] = 
 	[NVMETRACE_A_DEV]	= { .type = NLA_U32 },
 };
 
+static const struct nla_policy nvmetrace_genl_layout_policy[NVMETRACE_L_MAX + 1] = {
+	[NVMETRACE_L_REQ_CMD]		= NLA_POLICY_MAX(NLA_U32, 4095),
+	[NVMETRACE_L_REQ_CQE]		= NLA_POLICY_MAX(NLA_U32, 4095),
+	[NVMETRACE_L_REQ_SQ]		= NLA_POLICY_MAX(NLA_U32, 4095),
+	[NVMETRACE_L_SQ_CTRL]		= NLA_POLICY_MAX(NLA_U32, 4095),
+	[NVMETRACE_L_SQ_QID]		= NLA_POLICY_MAX(NLA_U32, 4095),
+	[NVMETRACE_L_CTRL_CNTLID]	= NLA_POLICY_MAX(NLA_U32, 4095),
+};
+
 /* Request attributes; all others (reply-only ones included) are rejected. */
 static const struct nla_policy nvmetrace_genl_policy[NVMETRACE_A_MAX + 1] = {
 	[NVMETRACE_A_ROLE]	= NLA_POLICY_MASK(NLA_U32, NVMETRACE_ROLE_ALL),
 	[NVMETRACE_A_SAMPLE]	= NLA_POLICY_MIN(NLA_U32, 1),
 	[NVMETRACE_A_SEED]	= { .type = NLA_U64 },
 	[NVMETRACE_A_DEVS]	= NLA_POLICY_NESTED(nvmetrace_genl_dev_policy),
+	[NVMETRACE_A_LAYOUT]	= NLA_POLICY_NESTED(nvmetrace_genl_layout_policy),
 	/* the "reserved bit set" check: unknown flags -> -EINVAL + extack */
 	[NVMETRACE_A_FLAGS]	= NLA_POLICY_MASK(NLA_U32, NVMETRACE_FLAGS_KNOWN),
 };
@@ -134,6 +144,35 @@ static int nvmetrace_genl_reply_state(struct genl_info *info, u32 state)
 	return nvmetrace_genl_reply_send(msg, hdr, info);
 }
 
+/* NVMETRACE_A_LAYOUT: all six offsets, or the attribute is refused. */
+static int nvmetrace_genl_parse_layout(struct genl_info *info,
+				       const struct nlattr *nest,
+				       struct nvmetrace_layout *l)
+{
+	struct nlattr *tb[NVMETRACE_L_MAX + 1];
+	int err, i;
+
+	err = nla_parse_nested(tb, NVMETRACE_L_MAX, nest,
+			       nvmetrace_genl_layout_policy, info->extack);
+	if (err)
+		return err;
+	for (i = NVMETRACE_L_UNSPEC + 1; i <= NVMETRACE_L_MAX; i++) {
+		if (!tb[i]) {
+			NL_SET_ERR_MSG_ATTR(info->extack, nest,
+					    "layout: every NVMETRACE_L_* offset is needed");
+			return -EINVAL;
+		}
+	}
+	l->req_cmd = nla_get_u32(tb[NVMETRACE_L_REQ_CMD]);
+	l->req_cqe = nla_get_u32(tb[NVMETRACE_L_REQ_CQE]);
+	l->req_sq = nla_get_u32(tb[NVMETRACE_L_REQ_SQ]);
+	l->sq_ctrl = nla_get_u32(tb[NVMETRACE_L_SQ_CTRL]);
+	l->sq_qid = nla_get_u32(tb[NVMETRACE_L_SQ_QID]);
+	l->ctrl_cntlid = nla_get_u32(tb[NVMETRACE_L_CTRL_CNTLID]);
+	l->valid = true;
+	return 0;
+}
+
 /* START's attributes into cfg; the policy has already checked each one. */
 static int nvmetrace_genl_parse_config(struct genl_info *info,
 				       struct nvmetrace_config *cfg)
@@ -166,6 +205,9 @@ static int nvmetrace_genl_parse_config(struct genl_info *info,
 			cfg->devs[cfg->nr_devs++] = nla_get_u32(nla);
 		}
 	}
+	if (attrs[NVMETRACE_A_LAYOUT])
+		return nvmetrace_genl_parse_layout(info, attrs[NVMETRACE_A_LAYOUT],
+						   &cfg->layout);
 	return 0;
 }
 
@@ -184,8 +226,8 @@ static int nvmetrace_genl_start(struct sk_buff *skb, struct genl_info *info)
 		NL_SET_ERR_MSG(info->extack, "already recording");
 		err = -EBUSY;
 	} else {
-		err = nvmetrace_hooks_start(&cfg);
-		if (err)
+		err = nvmetrace_hooks_start(&cfg, info->extack);
+		if (err && !info->extack->_msg)
 			NL_SET_ERR_MSG(info->extack, "cannot attach the hooks");
 	}
 	if (!err) {
@@ -206,6 +248,7 @@ static u32 nvmetrace_genl_do_stop(void)
 	if (nvmetrace_dev.state == NVMETRACE_STATE_RECORDING) {
 		nvmetrace_hooks_stop();
 		WRITE_ONCE(nvmetrace_dev.state, NVMETRACE_STATE_IDLE);
+		nvmetrace_dev.cfg = NVMETRACE_CONFIG_IDLE;
 	}
 	mutex_unlock(&nvmetrace_dev.ctl_lock);
 	return NVMETRACE_STATE_IDLE;
@@ -264,6 +307,12 @@ static struct genl_family nvmetrace_genl_family __ro_after_init = {
 };
 
 /* Last step of load: from here on user space can drive the module. */
+/* For the GET_HOOKS dump built in hooks.c. */
+const struct genl_family *nvmetrace_genl_family_ptr(void)
+{
+	return &nvmetrace_genl_family;
+}
+
 int nvmetrace_genl_init(void)
 {
 	int err = genl_register_family(&nvmetrace_genl_family);

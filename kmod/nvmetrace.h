@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * nvmetrace.h — state and interfaces shared by the module's files.
+ * State and interfaces shared by the module's files.
  *
  * Components (one file each):
  *   main.c      load/unload, module parameters, the order things come up in
@@ -23,15 +23,18 @@
 
 #include <linux/nvmetrace.h>
 
-/* The ordering primitives ring_core.h is written against. */
-#define NVMETRACE_LOAD_ACQUIRE(p)	smp_load_acquire(p)
-#define NVMETRACE_STORE_RELEASE(p, v)	smp_store_release(p, v)
+/*
+ * The ordering primitives ring_core.h is written against: acquire/release
+ * pair the producer's head with the consumer's tail (Documentation/ring.md).
+ */
+#define NVMETRACE_LOAD_ACQUIRE(p)	smp_load_acquire(p)	/* of the other side's index */
+#define NVMETRACE_STORE_RELEASE(p, v)	smp_store_release(p, v)	/* of our own index */
 #define NVMETRACE_READ_ONCE(x)		READ_ONCE(x)
 #define NVMETRACE_WRITE_ONCE(x, v)	WRITE_ONCE(x, v)
 #include "ring_core.h"
 
 #ifndef NVMETRACE_VERSION
-#error "NVMETRACE_VERSION is not set: build with kmod/Kbuild, which reads VERSION"
+#error "NVMETRACE_VERSION unset: no VERSION file in kmod/ or above it (see Kbuild)"
 #endif
 
 /* NVMETRACE_A_FLAGS bits this module understands (none yet). */
@@ -40,6 +43,18 @@
 /* most NVMETRACE_A_DEV entries one START may name */
 #define NVMETRACE_MAX_DEVS		16
 
+/*
+ * Byte offsets of the private nvmet fields the target hooks read, from the
+ * running kernel's BTF via user space (NVMETRACE_A_LAYOUT).  valid is set
+ * only when START carried every one of them.
+ */
+struct nvmetrace_layout {
+	bool valid;
+	u32 req_cmd, req_cqe, req_sq;	/* struct nvmet_req */
+	u32 sq_ctrl, sq_qid;		/* struct nvmet_sq */
+	u32 ctrl_cntlid;		/* struct nvmet_ctrl */
+};
+
 /* What START asked for; parsed and range-checked by netlink.c. */
 struct nvmetrace_config {
 	u32 role;			/* NVMETRACE_ROLE_* mask, never 0 */
@@ -47,7 +62,11 @@ struct nvmetrace_config {
 	u64 seed;			/* sampling hash seed */
 	u32 nr_devs;			/* 0: every device */
 	u32 devs[NVMETRACE_MAX_DEVS];	/* dev_t, kernel encoding */
+	struct nvmetrace_layout layout;	/* for the target role */
 };
+
+/* The configuration GET_STATUS reports while nothing is recording. */
+#define NVMETRACE_CONFIG_IDLE		((struct nvmetrace_config){ .sample = 1 })
 
 /*
  * One ring, per possible CPU.  prod is the producer's private state (see
@@ -74,7 +93,7 @@ struct nvmetrace_dev {
 	unsigned long map_size;		/* bytes per ring mapping, page-aligned */
 	struct mutex ctl_lock;		/* serializes START/STOP, protects below */
 	u32 state;			/* enum nvmetrace_state */
-	struct nvmetrace_config cfg;	/* of the current/last recording */
+	struct nvmetrace_config cfg;	/* recording's, or NVMETRACE_CONFIG_IDLE */
 };
 
 extern struct nvmetrace_dev nvmetrace_dev;
@@ -91,7 +110,9 @@ int nvmetrace_chardev_init(void);
 void nvmetrace_chardev_exit(void);
 
 /* netlink.c */
+struct genl_family;
 int nvmetrace_genl_init(void);
+const struct genl_family *nvmetrace_genl_family_ptr(void);
 void nvmetrace_genl_exit(void);
 
 /*
@@ -111,9 +132,11 @@ void nvmetrace_genl_exit(void);
  */
 struct sk_buff;
 struct netlink_callback;
+struct netlink_ext_ack;
 int nvmetrace_hooks_init(void);
 void nvmetrace_hooks_exit(void);
-int nvmetrace_hooks_start(const struct nvmetrace_config *cfg);
+int nvmetrace_hooks_start(const struct nvmetrace_config *cfg,
+			  struct netlink_ext_ack *extack);
 void nvmetrace_hooks_stop(void);
 int nvmetrace_hooks_dump(struct sk_buff *skb, struct netlink_callback *cb);
 

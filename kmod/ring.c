@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * ring.c — one record ring per possible CPU (protocol: Documentation/ring.md,
+ * One record ring per possible CPU (protocol: Documentation/ring.md,
  * logic: ring_core.h, producer: nvmetrace.h).
  *
  * Memory.  Each ring is one virtually contiguous area, control page first,

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * ring_test.c — KUnit suite nvmetrace_ring: ring_core.h on its own.
+ * KUnit suite nvmetrace_ring: the ring logic of ring_core.h on its own.
  *
  * Needs nothing but ring_core.h and the UAPI header (no hooks, no netlink,
  * no device), so it builds on UML.  Producer and consumer run on one thread:
@@ -16,8 +16,9 @@
 #include <linux/string.h>
 #include <asm/barrier.h>
 
-#define NVMETRACE_LOAD_ACQUIRE(p)	smp_load_acquire(p)
-#define NVMETRACE_STORE_RELEASE(p, v)	smp_store_release(p, v)
+/* the module's primitives (nvmetrace.h): acquire/release pair head and tail */
+#define NVMETRACE_LOAD_ACQUIRE(p)	smp_load_acquire(p)	/* of the other side's index */
+#define NVMETRACE_STORE_RELEASE(p, v)	smp_store_release(p, v)	/* of our own index */
 #define NVMETRACE_READ_ONCE(x)		READ_ONCE(x)
 #define NVMETRACE_WRITE_ONCE(x, v)	WRITE_ONCE(x, v)
 #include "ring_core.h"
@@ -351,6 +352,7 @@ static struct kunit_suite nvmetrace_ring_test_suite = {
 	.name = "nvmetrace_ring",
 	.test_cases = nvmetrace_ring_test_cases,
 };
+
 kunit_test_suite(nvmetrace_ring_test_suite);
 
 MODULE_DESCRIPTION("KUnit tests for the nvmetrace record ring");

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # tests/guest/lib.sh — helpers for guest scenarios (tests/guest/scenarios/NN-name.sh).
 # Sourced by a scenario running inside a lane guest (Debian userland from the host root,
 # guest kernel $KREL). Environment set by the lane: NVMETRACE_SRC, NVMETRACE_KO,
@@ -91,7 +92,7 @@ nvme_bdev_of() {
 }
 
 nvme_tcp_connect() {
-	local nqn=${1:-$NVMET_NQN} reply dev=""
+	local nqn=${1:-$NVMET_NQN} reply
 	need_module nvme_tcp
 	[ -c /dev/nvme-fabrics ] || wait_for 5 test -c /dev/nvme-fabrics || fail "/dev/nvme-fabrics missing"
 	exec 9<>/dev/nvme-fabrics
@@ -146,22 +147,25 @@ run_fio_bg() {
 		>"$RESULTS/$name.log" 2>&1 &
 	FIO_PID=$!
 }
-fio_stop() {
+fio_stop() { # fio exits 1 after a signal even when all went well: only its JSON counts
 	kill -TERM "$FIO_PID" 2>/dev/null || true
-	wait "$FIO_PID"
+	wait "$FIO_PID" || true
 }
+# the JSON document of NAME.json (fio may put lines such as "fio: terminating on signal 15"
+# in front of it)
+fio_json() { sed -n '/^{/,$p' "$RESULTS/$1.json"; }
 fio_ios() {
-	jq '[.jobs[] | (.read.total_ios + .write.total_ios + .trim.total_ios)] | add // 0' "$RESULTS/$1.json"
+	fio_json "$1" | jq '[.jobs[] | (.read.total_ios + .write.total_ios + .trim.total_ios)] | add // 0'
 }
 fio_errors() {
-	jq '[.jobs[] | (.error + (.total_err // 0))] | add // 0' "$RESULTS/$1.json"
+	fio_json "$1" | jq '[.jobs[] | (.error + (.total_err // 0))] | add // 0'
 }
 fio_check() {
 	local name=$1 ios errs
 	[ -s "$RESULTS/$name.json" ] || fail "fio $name wrote no JSON ($(tail -n 5 "$RESULTS/$name.log" 2>/dev/null))"
 	ios=$(fio_ios "$name") || fail "cannot parse $RESULTS/$name.json"
 	errs=$(fio_errors "$name")
-	log "fio $name: $ios I/Os, $errs errors, $(jq -r '[.jobs[].read.iops] | add | floor' "$RESULTS/$name.json") read IOPS"
+	log "fio $name: $ios I/Os, $errs errors, $(fio_json "$name" | jq -r '[.jobs[].read.iops] | add | floor') read IOPS"
 	[ "$ios" -gt 0 ] || fail "fio $name completed no I/O"
 	[ "$errs" -eq 0 ] || fail "fio $name reported errors ($errs)"
 }

@@ -14,12 +14,11 @@ namespace nvmetrace {
 namespace {
 
 struct BenchRing {
-    explicit BenchRing(uint32_t nr_recs)
-        : nr_recs(nr_recs),
-          mem(static_cast<char*>(
-                  calloc(1, NVMETRACE_RING_CTRL_SIZE + nr_recs * sizeof(nvmetrace_rec))),
+    explicit BenchRing(uint32_t n)
+        : nr_recs(n),
+          mem(static_cast<char*>(calloc(1, NVMETRACE_RING_CTRL_SIZE + n * sizeof(nvmetrace_rec))),
               free) {
-        nvmetrace_ring_init(&prod, ctrl(), data(), nr_recs, 0, 0);
+        nvmetrace_ring_init(&prod, ctrl(), data(), n, 0, 0);
     }
     nvmetrace_ring_ctrl* ctrl() { return reinterpret_cast<nvmetrace_ring_ctrl*>(mem.get()); }
     nvmetrace_rec* data() {

@@ -165,7 +165,7 @@ void GenlClient::SockDeleter::operator()(nl_sock* sk) const {
     nl_socket_free(sk);
 }
 
-GenlClient::GenlClient() : sk_(nl_socket_alloc()) {
+GenlClient::GenlClient(const char* family_name) : sk_(nl_socket_alloc()) {
     if (!sk_)
         throw Error("netlink: cannot allocate a socket");
     int err = genl_connect(sk_.get());
@@ -181,14 +181,14 @@ GenlClient::GenlClient() : sk_(nl_socket_alloc()) {
     // Dump messages may be larger than libnl's default receive buffer.
     nl_socket_enable_msg_peek(sk_.get());
 
-    family_ = genl_ctrl_resolve(sk_.get(), NVMETRACE_GENL_NAME);
+    family_ = genl_ctrl_resolve(sk_.get(), family_name);
     if (family_ == -NLE_OBJ_NOTFOUND)
         throw ModuleNotLoaded();
     if (family_ == -NLE_PERM)
-        throw Error("netlink: resolving the nvmetrace family: need root");
+        throw Error(fmt::format("netlink: resolving the {} family: need root", family_name));
     if (family_ < 0)
-        throw Error(fmt::format("netlink: resolving the {} family: {}", NVMETRACE_GENL_NAME,
-                                nl_geterror(family_)));
+        throw Error(
+            fmt::format("netlink: resolving the {} family: {}", family_name, nl_geterror(family_)));
 }
 
 GenlClient::~GenlClient() = default;
@@ -364,6 +364,19 @@ State GenlClient::start(const StartArgs& args) {
     }
     if (!ok)
         throw Error(fmt::format("START: too many devices ({}) for one request", args.devs.size()));
+    if (!args.layout.empty()) {
+        if (args.layout.size() != NVMETRACE_L_MAX)
+            throw Error(fmt::format("START: the layout needs {} offsets, got {}", NVMETRACE_L_MAX,
+                                    args.layout.size()));
+        nlattr* lay = nla_nest_start(msg.get(), NVMETRACE_A_LAYOUT | NLA_F_NESTED);
+        ok = lay != nullptr;
+        for (size_t i = 0; ok && i < args.layout.size(); i++)
+            ok = nla_put_u32(msg.get(), static_cast<int>(NVMETRACE_L_REQ_CMD + i),
+                             args.layout[i]) == 0;
+        ok = ok && nla_nest_end(msg.get(), lay) >= 0;
+        if (!ok)
+            throw Error("START: cannot build the layout attribute");
+    }
 
     State state = State::kIdle;
     Reply reply;

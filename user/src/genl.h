@@ -8,6 +8,7 @@
 
 #include "ring_reader.h"
 
+#include <linux/nvmetrace.h>
 #include <stdint.h>
 
 #include <memory>
@@ -50,6 +51,9 @@ struct StartArgs {
     uint32_t sample = 1;         // record 1 command in `sample`, >= 1
     uint64_t seed = 0;           // sampling hash seed
     std::vector<uint32_t> devs;  // dev_t (kernel encoding) to trace; empty = all
+    // nvmet's private offsets (NVMETRACE_L_* order: req.cmd, req.cqe, req.sq,
+    // sq.ctrl, sq.qid, ctrl.cntlid), from BTF; required for the target role.
+    std::vector<uint32_t> layout;
 };
 
 // One NVMETRACE_A_HOOK nest of the GET_HOOKS dump.
@@ -64,8 +68,9 @@ struct HookInfo {
 class GenlClient {
 public:
     // Connects and resolves the family.  Throws ModuleNotLoaded when the
-    // family is not registered.
-    GenlClient();
+    // family is not registered.  `family_name` is for tests, which talk to
+    // the kernel's own "nlctrl" family to exercise the error paths.
+    explicit GenlClient(const char* family_name = NVMETRACE_GENL_NAME);
     ~GenlClient();
     GenlClient(const GenlClient&) = delete;
     GenlClient& operator=(const GenlClient&) = delete;

@@ -3,6 +3,7 @@
 // Exit status: 0 success, 1 error (one line on stderr), 2 usage error.
 #include "error.h"
 #include "genl.h"
+#include "record.h"
 #include "status.h"
 #include "version.h"
 
@@ -58,6 +59,32 @@ int run(int argc, char** argv) {
     CLI::App* status = app.add_subcommand("status", "Show the module's version, state and rings");
     status->add_flag("--json", json, "Print one JSON object instead of a table");
 
+    RecordOptions rec;
+    rec.command_line.assign(argv, argv + argc);
+    CLI::App* record = app.add_subcommand("record", "Record sampled commands into a file");
+    record->add_option("-r,--role", rec.roles, "host and/or target (-r host -r target for both)")
+        ->required()
+        ->check(CLI::IsMember({"host", "target"}));
+    record->add_option("-t,--transport", rec.transport, "Only controllers of this transport")
+        ->check(CLI::IsMember({"tcp", "rdma"}));
+    record->add_option("-s,--sample", rec.sample, "Record 1 of N commands (default 1: all)")
+        ->check(CLI::PositiveNumber);
+    record->add_option("--seed", rec.seed, "Sampling hash seed (both sides must use the same)");
+    record->add_option("-d,--duration", rec.duration_s, "Seconds to record (default: until Ctrl-C)")
+        ->check(CLI::NonNegativeNumber);
+    record->add_option("-i,--interval", rec.interval_s, "Print a live line every SECS")
+        ->check(CLI::NonNegativeNumber);
+    record->add_option("-o,--output", rec.output, "Recording file")->required();
+    record->add_option("--dev", rec.devices,
+                       "Host namespace to trace (default: every NVMe-oF one)");
+    record->add_flag("--detail", rec.detail, "Print the component table in the summary");
+
+    ReportCommandOptions rep;
+    CLI::App* report = app.add_subcommand("report", "Where the recorded commands spent their time");
+    report->add_option("files", rep.files, "Recordings")->required();
+    report->add_flag("--detail", rep.detail, "Every component in path order, with p50/p99");
+    report->add_flag("--json", rep.json, "JSON instead of text");
+
     try {
         app.parse(argc, argv);
     } catch (const CLI::CallForHelp& e) {
@@ -79,6 +106,10 @@ int run(int argc, char** argv) {
 
     if (status->parsed())
         return cmd_status(json);
+    if (record->parsed())
+        return run_record(rec);
+    if (report->parsed())
+        return run_report(rep);
     return kExitUsage;  // unreachable: require_subcommand(1)
 }
 

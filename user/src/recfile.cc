@@ -575,6 +575,7 @@ RecordingReader RecordingReader::open(const std::string& path) {
     }
     r.offset_ = fh.header_size;
     r.read_meta();
+    r.meta_.format_version = fh.version;  // the file header is authoritative
     return r;
 }
 
@@ -781,7 +782,6 @@ void RecordingReader::read_meta() {
     } catch (const Error& e) {
         throw corrupt(fmt::format("bad META: {}", e.what()));
     }
-    meta_.format_version = std::max(meta_.format_version, uint32_t{1});
 
     // This reader hands out struct nvmetrace_rec: the file's records must be
     // exactly that (other readers can use the schema to decode anything).

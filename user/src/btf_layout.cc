@@ -1,0 +1,146 @@
+#include "btf_layout.h"
+
+#include <cerrno>
+#include <cstring>
+#include <utility>
+
+#include <bpf/btf.h>
+#include <fmt/core.h>
+
+namespace nvmetrace {
+
+namespace {
+
+std::string errtext(long err) {
+    return std::strerror(static_cast<int>(err < 0 ? -err : err));
+}
+
+// Search a struct's members (descending into anonymous struct/union members)
+// for name; adds the byte offset of the enclosing anonymous members.
+bool find_member(const ::btf* btf, const struct btf_type* t, const std::string& name,
+                 uint32_t base_bits, FieldLoc* out) {
+    const struct btf_member* m = btf_members(t);
+    for (unsigned i = 0; i < btf_vlen(t); i++, m++) {
+        uint32_t bits = base_bits + btf_member_bit_offset(t, i);
+        const char* mname = btf__name_by_offset(btf, m->name_off);
+        const struct btf_type* mt = btf__type_by_id(btf, m->type);
+        // skip typedefs/qualifiers to see what the member is
+        __s32 rid = btf__resolve_type(btf, m->type);
+        const struct btf_type* rt = rid >= 0 ? btf__type_by_id(btf, rid) : mt;
+        if (mname && *mname) {
+            if (name == mname) {
+                if (btf_member_bitfield_size(t, i) != 0 || bits % 8 != 0)
+                    return false;
+                __s64 sz = btf__resolve_size(btf, m->type);
+                if (sz < 0)
+                    return false;
+                out->offset = bits / 8;
+                out->size = static_cast<uint32_t>(sz);
+                return true;
+            }
+        } else if (rt && (btf_is_struct(rt) || btf_is_union(rt))) {
+            if (find_member(btf, rt, name, bits, out))
+                return true;
+        }
+    }
+    return false;
+}
+
+}  // namespace
+
+BtfLayout::BtfLayout(BtfLayout&& o) noexcept
+    : base_(std::exchange(o.base_, nullptr)),
+      module_btf_(std::exchange(o.module_btf_, nullptr)),
+      error_(std::move(o.error_)) {}
+
+BtfLayout& BtfLayout::operator=(BtfLayout&& o) noexcept {
+    if (this != &o) {
+        this->~BtfLayout();
+        base_ = std::exchange(o.base_, nullptr);
+        module_btf_ = std::exchange(o.module_btf_, nullptr);
+        error_ = std::move(o.error_);
+    }
+    return *this;
+}
+
+BtfLayout::~BtfLayout() {
+    if (module_btf_)
+        btf__free(module_btf_);
+    if (base_)
+        btf__free(base_);
+}
+
+BtfLayout BtfLayout::load(const std::string& module, const std::string& btf_dir) {
+    return load_files(btf_dir + "/vmlinux", btf_dir + "/" + module);
+}
+
+BtfLayout BtfLayout::load_files(const std::string& vmlinux, const std::string& module_file) {
+    BtfLayout l;
+    l.base_ = btf__parse(vmlinux.c_str(), nullptr);
+    if (!l.base_) {
+        l.error_ = fmt::format(
+            "cannot read kernel BTF {}: {} (kernel built without "
+            "CONFIG_DEBUG_INFO_BTF?)",
+            vmlinux, errtext(errno));
+        return l;
+    }
+    l.module_btf_ = btf__parse_split(module_file.c_str(), l.base_);
+    if (!l.module_btf_) {
+        l.error_ = fmt::format(
+            "cannot read module BTF {}: {} (module not loaded, or kernel "
+            "without CONFIG_DEBUG_INFO_BTF_MODULES)",
+            module_file, errtext(errno));
+    }
+    return l;
+}
+
+std::optional<FieldLoc> BtfLayout::member(const std::string& struct_name,
+                                          const std::string& member_name) {
+    if (!ok())
+        return std::nullopt;
+    __s32 id = btf__find_by_name_kind(module_btf_, struct_name.c_str(), BTF_KIND_STRUCT);
+    if (id < 0) {
+        error_ = fmt::format("struct {} not in BTF", struct_name);
+        return std::nullopt;
+    }
+    const struct btf_type* t = btf__type_by_id(module_btf_, id);
+    FieldLoc loc;
+    if (!find_member(module_btf_, t, member_name, 0, &loc)) {
+        error_ = fmt::format("struct {} has no member {} (or it is a bit field)", struct_name,
+                             member_name);
+        return std::nullopt;
+    }
+    return loc;
+}
+
+std::optional<NvmetLayout> BtfLayout::nvmet() {
+    struct Want {
+        const char* st;
+        const char* mem;
+        uint32_t size;
+        FieldLoc NvmetLayout::*dst;
+    };
+    static const Want wants[] = {
+        {"nvmet_req", "cmd", 8, &NvmetLayout::req_cmd},
+        {"nvmet_req", "cqe", 8, &NvmetLayout::req_cqe},
+        {"nvmet_req", "sq", 8, &NvmetLayout::req_sq},
+        {"nvmet_sq", "ctrl", 8, &NvmetLayout::sq_ctrl},
+        {"nvmet_sq", "qid", 2, &NvmetLayout::sq_qid},
+        {"nvmet_ctrl", "cntlid", 2, &NvmetLayout::ctrl_cntlid},
+    };
+    NvmetLayout out;
+    for (const auto& w : wants) {
+        auto loc = member(w.st, w.mem);
+        if (!loc)
+            return std::nullopt;
+        if (loc->size != w.size) {
+            error_ = fmt::format("{}.{} is {} bytes in this kernel, nvmetrace reads {}", w.st,
+                                 w.mem, loc->size, w.size);
+            return std::nullopt;
+        }
+        out.*(w.dst) = *loc;
+    }
+    return out;
+}
+
+}  // namespace nvmetrace

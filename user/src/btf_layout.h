@@ -1,0 +1,55 @@
+// Layouts of private kernel structs, read from the running kernel's BTF.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+struct btf;  // libbpf
+
+namespace nvmetrace {
+
+// Where a struct member sits: byte offset and size.
+struct FieldLoc {
+    uint32_t offset = 0;
+    uint32_t size = 0;
+};
+
+// The nvmet fields the target hooks read (see kmod/hooks.c).
+struct NvmetLayout {
+    FieldLoc req_cmd, req_cqe, req_sq, sq_ctrl, sq_qid, ctrl_cntlid;
+};
+
+// Looks up struct members in /sys/kernel/btf/vmlinux + /sys/kernel/btf/<module>
+// (or files given for tests). Errors are returned as text, never thrown past.
+class BtfLayout {
+public:
+    // module: "nvmet"; btf_dir: normally /sys/kernel/btf.
+    static BtfLayout load(const std::string& module,
+                          const std::string& btf_dir = "/sys/kernel/btf");
+    // From files: vmlinux BTF (raw or ELF) and a module (raw BTF or .ko ELF).
+    static BtfLayout load_files(const std::string& vmlinux, const std::string& module_file);
+
+    BtfLayout(BtfLayout&&) noexcept;
+    BtfLayout& operator=(BtfLayout&&) noexcept;
+    ~BtfLayout();
+
+    bool ok() const { return module_btf_ != nullptr; }
+    const std::string& error() const { return error_; }
+
+    // Byte offset and size of struct_name.member (direct member, or inside an
+    // anonymous struct/union member). nullopt and error() set when absent.
+    std::optional<FieldLoc> member(const std::string& struct_name, const std::string& member);
+
+    // All six nvmet fields, with sizes checked (pointers 8, qid/cntlid 2).
+    std::optional<NvmetLayout> nvmet();
+
+private:
+    BtfLayout() = default;
+    ::btf* base_ = nullptr;
+    ::btf* module_btf_ = nullptr;
+    std::string error_;
+};
+
+}  // namespace nvmetrace

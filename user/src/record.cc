@@ -1,0 +1,306 @@
+#include "record.h"
+
+#include "analysis.h"
+#include "btf_layout.h"
+#include "devices.h"
+#include "error.h"
+#include "genl.h"
+#include "recfile.h"
+#include "report.h"
+#include "ring_reader.h"
+#include "stats.h"
+#include "version.h"
+
+#include <signal.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+
+#include <fmt/core.h>
+
+namespace nvmetrace {
+
+namespace {
+
+std::atomic<bool> g_stop{false};
+
+void on_signal(int) {
+    g_stop.store(true);
+}
+
+uint64_t monotonic_ns() {
+    timespec ts{};
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+// Ctrl-C and SIGTERM end the recording cleanly (no SA_RESTART: the poll
+// sleep is cut short).
+void install_signals() {
+    struct sigaction sa {};
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, nullptr);
+    sigaction(SIGTERM, &sa, nullptr);
+}
+
+uint32_t roles_mask(const std::vector<std::string>& roles) {
+    uint32_t mask = 0;
+    for (const auto& r : roles) {
+        if (r == "host")
+            mask |= NVMETRACE_ROLE_HOST;
+        else if (r == "target")
+            mask |= NVMETRACE_ROLE_TARGET;
+        else
+            throw Error(fmt::format("-r {}: the role is host or target", r));
+    }
+    if (!mask)
+        throw Error("no role: -r host or -r target");
+    return mask;
+}
+
+std::string role_name(uint32_t mask) {
+    if (mask == (NVMETRACE_ROLE_HOST | NVMETRACE_ROLE_TARGET))
+        return "host+target";
+    return mask & NVMETRACE_ROLE_HOST ? "host" : "target";
+}
+
+std::string sampling_words(uint32_t n) {
+    return n == 1 ? "every command" : fmt::format("1 of {} commands", n);
+}
+
+}  // namespace
+
+int run_record(const RecordOptions& opts) {
+    const uint32_t role = roles_mask(opts.roles);
+    if (opts.sample == 0)
+        throw Error("-s 0: sample 1 of N commands, N >= 1");
+    if (opts.output.empty())
+        throw Error("no output file: -o FILE");
+    if (!opts.transport.empty() && opts.transport != "tcp" && opts.transport != "rdma")
+        throw Error(fmt::format("-t {}: the transport is tcp or rdma", opts.transport));
+
+    GenlClient genl;
+    const ModuleVersion mv = genl.get_version();
+    const Status status = genl.get_status();
+    if (status.state == State::kRecording)
+        throw Error(
+            "the module is already recording (another nvmetrace record?); "
+            "nvmetrace status shows it");
+
+    StartArgs start;
+    start.role = role;
+    start.sample = opts.sample;
+    start.seed = opts.seed;
+
+    // Host: which namespaces (and their multipath path disks) to trace.
+    std::vector<HostNamespace> host_ns;
+    if (role & NVMETRACE_ROLE_HOST) {
+        std::vector<HostNamespace> all = find_host_namespaces(opts.transport);
+        if (opts.devices.empty()) {
+            host_ns = all;
+        } else {
+            for (const auto& d : opts.devices)
+                host_ns.push_back(pick_host_namespace(all, d));
+        }
+        if (host_ns.empty())
+            throw Error(
+                fmt::format("no NVMe-oF namespace{} on this host: connect one (nvme "
+                            "connect ...) or record -r target",
+                            opts.transport.empty() ? "" : " over " + opts.transport));
+        for (const auto& ns : host_ns) {
+            start.devs.push_back(ns.dev);
+            for (const auto& p : ns.paths)
+                start.devs.push_back(p.dev);
+        }
+        if (start.devs.size() > 16)
+            throw Error(
+                fmt::format("{} block devices: at most 16 per recording (name some with "
+                            "--dev)",
+                            start.devs.size()));
+    }
+
+    // Target: nvmet's private layout from this kernel's BTF.
+    std::vector<TargetNamespace> target_ns;
+    if (role & NVMETRACE_ROLE_TARGET) {
+        BtfLayout btf = BtfLayout::load("nvmet");
+        if (!btf.ok())
+            throw Error(fmt::format("target role: {}", btf.error()));
+        auto l = btf.nvmet();
+        if (!l)
+            throw Error(fmt::format("target role: nvmet's layout: {}", btf.error()));
+        start.layout = {l->req_cmd.offset, l->req_cqe.offset, l->req_sq.offset,
+                        l->sq_ctrl.offset, l->sq_qid.offset,  l->ctrl_cntlid.offset};
+        target_ns = find_target_namespaces();
+    }
+
+    RingReader rings = RingReader::open(opts.device_node, status.rings);
+    // Whatever an earlier recording left in the rings is not ours.
+    rings.drain([](uint32_t, std::span<const nvmetrace_rec>) {});
+    const uint64_t lost_before = rings.lost();
+
+    RecordingMeta meta = make_recording_meta();
+    meta.module_version = mv.module_version;
+    meta.tool_version = kToolVersion;
+    meta.role = role_name(role);
+    meta.transport = opts.transport.empty() ? "unknown" : opts.transport;
+    if (opts.transport.empty() && !host_ns.empty())
+        meta.transport = host_ns.front().transport;
+    meta.sample = opts.sample;
+    meta.seed = opts.seed;
+    meta.command_line = opts.command_line;
+    meta.devices = devices_to_json(host_ns, target_ns);
+
+    RecordingWriter writer = RecordingWriter::open(opts.output);
+    writer.write_meta(meta);
+
+    DeviceTable table;
+    devices_from_json(meta.devices, table);
+    const uint64_t interval_ns =
+        opts.interval_s > 0 ? static_cast<uint64_t>(opts.interval_s * 1e9) : 0;
+    const bool host_only = role == NVMETRACE_ROLE_HOST;
+    bool header_printed = false;
+    Stats stats(table,
+                {.sample_n = opts.sample,
+                 .interval_ns = interval_ns,
+                 .origin_ns = static_cast<uint64_t>(meta.start_monotonic_ns)},
+                [&](const Interval& iv) {
+                    if (!header_printed) {
+                        fmt::print("{}", live_header(interval_ns, host_only));
+                        header_printed = true;
+                    }
+                    fmt::print("{}", live_rows(iv));
+                    std::fflush(stdout);
+                });
+    Assembler assembler(table, [&](const Command& c) { stats.add(c); });
+
+    install_signals();
+    genl.start(start);
+    const uint64_t t0 = monotonic_ns();
+    fmt::print("nvmetrace: profiling as {}, sampling {}, saving records; Ctrl-C to stop\n",
+               meta.role, sampling_words(opts.sample));
+    std::fflush(stdout);
+
+    // 50 ms: records are committed within microseconds of their timestamps.
+    Reorderer reorder(50'000'000);
+    auto consume = [&](std::span<const nvmetrace_rec> recs) {
+        writer.append(recs);
+        for (const auto& r : recs)
+            assembler.push(r);
+    };
+    auto drain = [&] {
+        rings.drain([&](uint32_t, std::span<const nvmetrace_rec> recs) { reorder.add(recs); });
+    };
+    const uint64_t end_at =
+        opts.duration_s > 0 ? t0 + static_cast<uint64_t>(opts.duration_s * 1e9) : UINT64_MAX;
+    try {
+        while (!g_stop.load()) {
+            uint64_t now = monotonic_ns();
+            if (now >= end_at)
+                break;
+            drain();
+            reorder.release(now, false, consume);
+            if (interval_ns)
+                stats.advance(now > 100'000'000 ? now - 100'000'000 : 0);
+            writer.flush_if_due();
+            timespec nap{0, 10'000'000};  // 10 ms
+            nanosleep(&nap, nullptr);
+        }
+    } catch (...) {
+        genl.stop();
+        throw;
+    }
+    genl.stop();
+    const uint64_t t_end = monotonic_ns();
+    drain();
+    reorder.release(t_end, true, consume);
+    assembler.finish();
+    if (interval_ns)
+        stats.flush_interval(t_end);
+
+    RecordingTrailer trailer;
+    trailer.lost = rings.lost() - lost_before;
+    for (const auto& st : rings.stats())
+        trailer.lost_per_cpu.push_back(st.lost);
+    trailer.stats = {{"commands", assembler.counts().complete},
+                     {"incomplete", assembler.counts().incomplete()}};
+    writer.close(trailer);
+
+    const Summary summary = stats.summary(t_end - t0);
+    fmt::print("nvmetrace: {} commands ({} records) written to {}\n\n", assembler.counts().complete,
+               writer.records_written(), opts.output);
+    ReportOptions ro;
+    ro.detail = opts.detail;
+    ro.lost_host = role & NVMETRACE_ROLE_HOST ? trailer.lost : 0;
+    ro.lost_target = role == NVMETRACE_ROLE_TARGET ? trailer.lost : 0;
+    fmt::print("{}", summary_text(summary, assembler.counts(), ro));
+    return 0;
+}
+
+int run_report(const ReportCommandOptions& opts) {
+    if (opts.files.empty())
+        throw Error("report: name at least one recording");
+    nlohmann::json all = nlohmann::json::array();
+    int rc = 0;
+    for (size_t i = 0; i < opts.files.size(); i++) {
+        const std::string& path = opts.files[i];
+        RecordingReader reader = RecordingReader::open(path);
+        const RecordingMeta& meta = reader.meta();
+        DeviceTable table;
+        devices_from_json(meta.devices, table);
+        Stats stats(table, {.sample_n = meta.sample,
+                            .origin_ns = static_cast<uint64_t>(meta.start_monotonic_ns)});
+        Assembler assembler(table, [&](const Command& c) { stats.add(c); });
+        reader.for_each([&](std::span<const nvmetrace_rec> recs) {
+            for (const auto& r : recs)
+                assembler.push(r);
+        });
+        assembler.finish();
+
+        uint64_t duration = 0;
+        uint64_t lost = 0;
+        if (reader.trailer()) {
+            duration = reader.trailer()->duration_ns;
+            lost = reader.trailer()->lost;
+        } else if (assembler.counts().last_ts > static_cast<uint64_t>(meta.start_monotonic_ns)) {
+            duration = assembler.counts().last_ts - static_cast<uint64_t>(meta.start_monotonic_ns);
+        }
+        ReportOptions ro;
+        ro.detail = opts.detail;
+        ro.recorded_on = fmt::format("{} (kernel {})", meta.hostname, meta.kernel_release);
+        if (meta.role == "target")
+            ro.lost_target = lost;
+        else
+            ro.lost_host = lost;
+        const Summary summary = stats.summary(duration);
+        if (opts.json) {
+            nlohmann::json j = summary_json(summary, assembler.counts(), ro);
+            j["file"] = path;
+            j["role"] = meta.role;
+            if (reader.end() != RecordingEnd::clean)
+                j["problem"] = reader.problem();
+            all.push_back(j);
+        } else {
+            if (opts.files.size() > 1)
+                fmt::print("{}== {} ({})\n", i ? "\n" : "", path, meta.role);
+            fmt::print("{}", summary_text(summary, assembler.counts(), ro));
+        }
+        for (const auto& n : reader.notes())
+            fmt::print(stderr, "nvmetrace: {}: {}\n", path, n);
+        if (reader.end() != RecordingEnd::clean) {
+            // say where the file ended; the figures above cover what came before
+            fmt::print(stderr, "nvmetrace: {}\n", reader.problem());
+            if (reader.end() == RecordingEnd::corrupt)
+                rc = 1;
+        }
+    }
+    if (opts.json)
+        fmt::print("{}\n", all.dump(2));
+    return rc;
+}
+
+}  // namespace nvmetrace
