@@ -105,9 +105,16 @@ static __always_inline void emit(u16 event, u64 lba, u32 dev, u32 len,
 
 /* ------------------------------------------------------------ host side */
 
-/* the in-kernel dev_t (major << 20 | minor), as the UAPI header says */
+/*
+ * The in-kernel dev_t (major << 20 | minor), as the UAPI header says.  A
+ * hidden disk (an NVMe multipath path such as nvme0c0n1) has no device node,
+ * so it is named by its disk sequence number under major 0 instead, which
+ * no real disk uses; user space reads the same number from sysfs.
+ */
 static __always_inline u32 disk_dev(const struct gendisk *disk)
 {
+	if (unlikely(disk->flags & GENHD_FL_HIDDEN))
+		return NVMETRACE_DEV_HIDDEN(disk->diskseq);
 	return (u32)disk_devt((struct gendisk *)disk);
 }
 

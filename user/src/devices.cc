@@ -3,6 +3,7 @@
 #include "analysis.h"
 #include "error.h"
 
+#include <linux/nvmetrace.h>
 #include <sys/sysmacros.h>
 
 #include <algorithm>
@@ -89,7 +90,11 @@ std::vector<HostNamespace> find_host_namespaces(const std::string& transport,
                 // a multipath path disk: its head is nvme<subsys>n<ns>
                 std::string head = fmt::format("nvme{}n{}", m[1].str(), m[3].str());
                 fs::path hb = fs::path(sysfs_root) / "block" / head;
-                HostNamespace::Path p{name, read_dev(e / "dev"), ctrl, cntlid};
+                // a hidden path disk has no dev_t: the module names it by diskseq
+                uint32_t pdev = read_dev(e / "dev");
+                if (!pdev && fs::exists(e / "diskseq"))
+                    pdev = NVMETRACE_DEV_HIDDEN(std::stoull(read_attr(e / "diskseq")));
+                HostNamespace::Path p{name, pdev, ctrl, cntlid};
                 auto it = std::find_if(out.begin(), out.end(),
                                        [&](const HostNamespace& h) { return h.name == head; });
                 if (it != out.end()) {

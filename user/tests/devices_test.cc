@@ -41,7 +41,7 @@ TEST_F(FakeSysfs, MultipathHeadCollectsItsPaths) {
     ctrl("nvme0", "tcp", 1);
     ctrl("nvme1", "tcp", 2);
     put("sys/class/nvme/nvme0/nvme0c0n1/dev", "259:1");
-    put("sys/class/nvme/nvme1/nvme0c1n1/dev", "259:2");
+    put("sys/class/nvme/nvme1/nvme0c1n1/diskseq", "7");  // hidden: no dev
     put("sys/block/nvme0n1/dev", "259:0");
     put("sys/block/nvme0n1/queue/logical_block_size", "512");
     put("sys/block/nvme0n1/nsid", "1");
@@ -55,6 +55,7 @@ TEST_F(FakeSysfs, MultipathHeadCollectsItsPaths) {
     EXPECT_EQ(all[0].paths[0].name, "nvme0c0n1");
     EXPECT_EQ(all[0].paths[0].dev, kernel_dev(259, 1));
     EXPECT_EQ(all[0].paths[1].cntlid, 2u);
+    EXPECT_EQ(all[0].paths[1].dev, kernel_dev(0, 7));
     EXPECT_EQ(&pick_host_namespace(all, "/dev/nvme0n1"), &all[0]);
     EXPECT_EQ(&pick_host_namespace(all, "nvme0c1n1"), &all[0]);
 }

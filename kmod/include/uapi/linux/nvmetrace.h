@@ -108,6 +108,13 @@ enum nvmetrace_event {
 #define NVMETRACE_NO_LBA		(~(__u64)0)
 
 /*
+ * nvmetrace_rec.dev of a hidden disk (an NVMe multipath path disk such as
+ * nvme0c0n1, which has no dev_t): major 0, minor = the low 20 bits of its
+ * disk sequence number (sysfs attribute "diskseq").
+ */
+#define NVMETRACE_DEV_HIDDEN(diskseq)	((__u32)((diskseq) & 0xfffffu))
+
+/*
  * One sample: one hook firing for one sampled command.  A command's records
  * share (dev, qid, tag) on the host until nvme_setup_cmd names its command id,
  * and (cntlid, qid, cid) on the target; user space joins them.
@@ -116,7 +123,8 @@ struct nvmetrace_rec {
 	__u64 ts;		/* CLOCK_MONOTONIC ns */
 	__u64 lba;		/* starting LBA in namespace blocks, or NVMETRACE_NO_LBA */
 	__u64 aux;		/* event-specific: status on completions, ... */
-	__u32 dev;		/* block device, kernel dev_t encoding (major << 20 | minor) */
+	__u32 dev;		/* block device, kernel dev_t encoding (major << 20 | minor);
+				 * see NVMETRACE_DEV_HIDDEN */
 	__u32 len;		/* data bytes */
 	__u16 event;		/* enum nvmetrace_event */
 	__u16 qid;		/* NVMe queue id (0 = admin) */
