@@ -1,0 +1,212 @@
+#!/usr/bin/env python3
+# Guest check of nvmetrace's user-space ABI, spoken by hand (no libnl, no tool): generic
+# netlink commands and their validation, the hook dump, the ring mmap rules, unload while
+# mapped. Run by tests/guest/scenarios/25-abi.sh.
+import errno, mmap, os, signal, socket, struct, subprocess, sys
+
+KO = os.environ["NVMETRACE_KO"]
+fails = 0
+def check(cond, what):
+    global fails
+    print(("ok   " if cond else "FAIL ") + what, flush=True)
+    if not cond:
+        fails += 1
+
+def sh(*a):
+    r = subprocess.run(a, capture_output=True, text=True)
+    return r.returncode, (r.stdout + r.stderr).strip()
+
+# ---------------------------------------------------------------- netlink
+NLM_F_REQUEST, NLM_F_ACK, NLM_F_DUMP = 1, 4, 0x300
+NLMSG_ERROR, NLMSG_DONE = 2, 3
+GENL_ID_CTRL, CTRL_CMD_GETFAMILY, CTRL_ATTR_FAMILY_ID, CTRL_ATTR_FAMILY_NAME = 0x10, 3, 1, 2
+A = dict(ABI_VERSION=1, MODULE_VERSION=2, RING_VERSION=3, STATE=4, NR_RINGS=5, RING_RECS=6,
+         RING_MAP_SIZE=7, REC_SIZE=8, RECORDS=9, LOST=10, ROLE=11, SAMPLE=12, SEED=13,
+         DEVS=14, DEV=15, HOOK=16, HOOK_NAME=17, HOOK_KIND=18, HOOK_STATE=19, HOOK_ERROR=20,
+         FLAGS=22, LAYOUT=24)
+CMD = dict(GET_VERSION=1, GET_STATUS=2, START=3, STOP=4, GET_HOOKS=5)
+
+def attr(t, payload):
+    l = 4 + len(payload)
+    return struct.pack("HH", l, t) + payload + b"\0" * ((4 - l % 4) % 4)
+
+def parse_attrs(b):
+    out = {}
+    while len(b) >= 4:
+        l, t = struct.unpack_from("HH", b)
+        out[t & 0x3fff] = b[4:l]
+        b = b[(l + 3) & ~3:]
+    return out
+
+class Genl:
+    def __init__(self):
+        self.s = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 16)
+        self.s.setsockopt(270, 11, 1)  # SOL_NETLINK, NETLINK_EXT_ACK
+        self.s.bind((0, 0))
+        self.seq = 0
+    def req(self, fam, cmd, attrs=b"", flags=0, version=1):
+        self.seq += 1
+        body = struct.pack("BBH", cmd, version, 0) + attrs
+        self.s.send(struct.pack("IHHII", 16 + len(body), fam, NLM_F_REQUEST | NLM_F_ACK | flags,
+                                self.seq, 0) + body)
+        msgs = []
+        while True:
+            data = self.s.recv(65536)
+            while data:
+                l, t, f, seq, pid = struct.unpack_from("IHHII", data)
+                m = data[16:l]
+                data = data[(l + 3) & ~3:]
+                if t == NLMSG_ERROR:
+                    err = struct.unpack_from("i", m)[0]
+                    ext = ""
+                    if err:
+                        inner = struct.unpack_from("I", m, 4)[0]
+                        tlv = parse_attrs(m[4 + inner:]) if len(m) > 4 + inner else {}
+                        if 1 in tlv:  # NLMSGERR_ATTR_MSG
+                            ext = tlv[1].rstrip(b"\0").decode()
+                    return err, msgs, ext
+                if t == NLMSG_DONE:
+                    return 0, msgs, ""
+                msgs.append(parse_attrs(m[4:]))
+
+g = Genl()
+
+def u32(b): return struct.unpack("I", b)[0]
+def u64(b): return struct.unpack("Q", b)[0]
+
+# ---------------------------------------------------------------- load
+rc, out = sh("insmod", KO, "ring_kb=2")
+check(rc != 0, "insmod ring_kb=2 refused (%s)" % out)
+rc, out = sh("insmod", KO, "ring_kb=4")
+check(rc == 0, "insmod ring_kb=4 " + out)
+
+err, msgs, _ = g.req(GENL_ID_CTRL, CTRL_CMD_GETFAMILY, attr(CTRL_ATTR_FAMILY_NAME, b"nvmetrace\0"))
+check(err == 0 and msgs, "family resolved")
+fam = struct.unpack("H", msgs[0][CTRL_ATTR_FAMILY_ID])[0]
+
+err, msgs, _ = g.req(fam, CMD["GET_VERSION"])
+v = msgs[0] if msgs else {}
+check(err == 0 and u32(v[A["ABI_VERSION"]]) == 1 and u32(v[A["RING_VERSION"]]) == 1,
+      "GET_VERSION abi/ring 1")
+mv = v.get(A["MODULE_VERSION"], b"").rstrip(b"\0").decode()
+check(mv == open(os.environ["NVMETRACE_SRC"] + "/VERSION").read().strip(), "MODULE_VERSION " + mv)
+
+err, msgs, _ = g.req(fam, CMD["GET_STATUS"])
+st = msgs[0] if msgs else {}
+ncpu = os.cpu_count()
+print({k: st[A[k]] for k in A if A[k] in st})
+nr = u32(st[A["NR_RINGS"]]); recs = u32(st[A["RING_RECS"]]); msz = u64(st[A["RING_MAP_SIZE"]])
+check(err == 0 and u32(st[A["STATE"]]) == 0, "GET_STATUS idle")
+check(nr >= ncpu, "NR_RINGS %d >= cpus %d" % (nr, ncpu))
+check(recs == 64, "RING_RECS 64 for ring_kb=4 (got %d)" % recs)
+check(msz == 8192, "RING_MAP_SIZE 8192 (got %d)" % msz)
+check(u32(st[A["REC_SIZE"]]) == 48 and u64(st[A["RECORDS"]]) == 0 and u64(st[A["LOST"]]) == 0,
+      "REC_SIZE 48, RECORDS 0, LOST 0")
+check(u32(st[A["SAMPLE"]]) == 1 and u32(st[A["ROLE"]]) == 0, "idle SAMPLE 1 ROLE 0")
+
+err, _, ext = g.req(fam, CMD["GET_STATUS"], attr(A["FLAGS"], struct.pack("I", 1)))
+check(err == -errno.EINVAL and ext, "FLAGS=1 -> EINVAL, extack '%s'" % ext)
+err, _, ext = g.req(fam, CMD["GET_STATUS"], attr(A["FLAGS"], struct.pack("I", 0)))
+check(err == 0, "FLAGS=0 accepted")
+err, _, ext = g.req(fam, CMD["GET_STATUS"], attr(A["RECORDS"], struct.pack("Q", 0)))
+check(err == -errno.EINVAL, "reply-only attribute refused (%d, '%s')" % (err, ext))
+err, _, ext = g.req(fam, CMD["START"])
+check(err == -errno.EINVAL, "START without ROLE -> EINVAL ('%s')" % ext)
+err, _, ext = g.req(fam, CMD["START"], attr(A["ROLE"], struct.pack("I", 4)))
+check(err == -errno.EINVAL, "START ROLE=4 -> EINVAL ('%s')" % ext)
+err, _, ext = g.req(fam, CMD["START"], attr(A["ROLE"], struct.pack("I", 1)) +
+                    attr(A["SAMPLE"], struct.pack("I", 0)))
+check(err == -errno.ERANGE, "START SAMPLE=0 -> ERANGE ('%s')" % ext)
+devs = attr(A["DEVS"] | 0x8000, b"".join(attr(A["DEV"], struct.pack("I", i)) for i in range(3)))
+err, _, ext = g.req(fam, CMD["START"], attr(A["ROLE"], struct.pack("I", 3)) + devs)
+check(err != 0 and "layout" in ext, "START target role without layout refused (%d, '%s')" % (err, ext))
+lay = attr(A["LAYOUT"] | 0x8000, b"".join(attr(i, struct.pack("I", 8)) for i in range(1, 6)))
+err, _, ext = g.req(fam, CMD["START"], attr(A["ROLE"], struct.pack("I", 2)) + lay)
+check(err == -errno.EINVAL and "offset" in ext, "START with 5 of 6 layout offsets refused ('%s')" % ext)
+err, msgs, ext = g.req(fam, CMD["START"], attr(A["ROLE"], struct.pack("I", 1)) + devs)
+check(err == 0 and msgs and u32(msgs[0][A["STATE"]]) == 1, "START host -> RECORDING ('%s')" % ext)
+err, _, ext = g.req(fam, CMD["START"], attr(A["ROLE"], struct.pack("I", 1)))
+check(err == -errno.EBUSY, "second START -> EBUSY ('%s')" % ext)
+err, msgs, _ = g.req(fam, CMD["GET_HOOKS"], flags=NLM_F_DUMP)
+hooks = {}
+for m in msgs:
+    h = parse_attrs(m[A["HOOK"]])
+    hooks[h[A["HOOK_NAME"]].rstrip(b"\0").decode()] = (u32(h[A["HOOK_STATE"]]),
+                                                      struct.unpack("i", h[A["HOOK_ERROR"]])[0])
+print(hooks)
+check(hooks.get("block_rq_issue", (0,))[0] == 1 and hooks.get("block_bio_queue", (0,))[0] == 1,
+      "block hooks attached while recording")
+check(hooks.get("nvmet_req_init", (9,))[0] == 0, "target hook not asked for: detached")
+nvme_core = os.path.isdir("/sys/module/nvme_core")
+check(hooks.get("nvme_setup_cmd", (9,))[0] == (1 if nvme_core else 2),
+      "nvme_setup_cmd %s" % ("attached (nvme_core loaded)" if nvme_core else "waiting for nvme_core"))
+devs = attr(A["DEVS"] | 0x8000, b"".join(attr(A["DEV"], struct.pack("I", i)) for i in range(17)))
+err, _, ext = g.req(fam, CMD["START"], attr(A["ROLE"], struct.pack("I", 3)) + devs)
+check(err == -errno.EINVAL, "START 17 devs -> EINVAL ('%s')" % ext)
+err, msgs, _ = g.req(fam, CMD["STOP"])
+check(err == 0 and msgs and u32(msgs[0][A["STATE"]]) == 0, "STOP -> IDLE")
+err, msgs, _ = g.req(fam, CMD["GET_HOOKS"], flags=NLM_F_DUMP)
+states = [u32(parse_attrs(m[A["HOOK"]])[A["HOOK_STATE"]]) for m in msgs]
+check(err == 0 and len(msgs) >= 10 and set(states) == {0}, "after STOP every hook detached")
+
+# unprivileged: drop CAP_NET_ADMIN in a child (setpriv from util-linux)
+rc, out = sh("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+             "--inh-caps=-all", "--bounding-set=-all",
+             sys.executable, "-c",
+             "import socket,struct;s=socket.socket(16,3,16);s.setsockopt(270,11,1);"
+             "b=struct.pack('BBH',1,1,0);s.send(struct.pack('IHHII',16+len(b),%d,5,1,0)+b);"
+             "d=s.recv(4096);print(struct.unpack_from('i',d,16)[0])" % fam)
+check(out.strip() == str(-errno.EPERM), "unprivileged GET_VERSION -> EPERM (%s)" % out)
+
+# ---------------------------------------------------------------- mmap
+stt = os.stat("/dev/nvmetrace")
+check(oct(stt.st_mode & 0o777) == "0o600" and stt.st_uid == 0, "/dev/nvmetrace 0600 root")
+fd = os.open("/dev/nvmetrace", os.O_RDWR)
+P = mmap.PROT_READ | mmap.PROT_WRITE
+maps = []
+for cpu in range(nr):
+    m = mmap.mmap(fd, msz, mmap.MAP_SHARED, P, offset=cpu * msz)
+    magic, ver, cver, size, rsz, nrr, c, doff, ms = struct.unpack_from("IHHIIIIQQ", m, 0)
+    check(magic == 0x4e565452 and ver == 1 and size == 4096 and rsz == 48 and nrr == 64 and
+          c == cpu and doff == 4096 and ms == msz, "ring %d control page" % cpu)
+    maps.append(m)
+
+def bad(what, length, off, flags=mmap.MAP_SHARED, prot=P):
+    try:
+        mmap.mmap(fd, length, flags, prot, offset=off)
+        check(False, what + " refused")
+    except OSError as e:
+        check(e.errno == errno.EINVAL, "%s refused (%s)" % (what, e.strerror))
+bad("short length", msz - 4096, 0)
+bad("long length", 2 * msz, 0)
+bad("offset inside a ring", msz, 4096)
+bad("ring past nr_cpu_ids", msz, nr * msz)
+bad("huge offset", msz, (1 << 62) // msz * msz)
+bad("MAP_PRIVATE", msz, 0, flags=mmap.MAP_PRIVATE)
+bad("PROT_EXEC", msz, 0, prot=P | mmap.PROT_EXEC)
+
+# corrupt tail: harmless with no producer, must not crash anything
+struct.pack_into("Q", maps[0], 128, (1 << 64) - 1)
+
+# fork: VM_DONTCOPY -> the child has no mapping
+pid = os.fork()
+if pid == 0:
+    maps[0][0]
+    os._exit(0)
+_, status = os.waitpid(pid, 0)
+check(os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGSEGV,
+      "forked child has no mapping (SIGSEGV)")
+
+# unload while mapped: fd closed, mapping alive -> rmmod refused
+os.close(fd)
+g.s.close()
+rc, out = sh("rmmod", "nvmetrace")
+check(rc != 0, "rmmod refused while a ring is mapped (%s)" % out)
+check(struct.unpack_from("I", maps[0], 0)[0] == 0x4e565452, "mapping still readable after close")
+for m in maps:
+    m.close()
+rc, out = sh("rmmod", "nvmetrace")
+check(rc == 0, "rmmod after munmap " + out)
+
+print("RESULT: %d failure(s)" % fails)
+sys.exit(1 if fails else 0)
