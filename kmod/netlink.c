@@ -19,6 +19,8 @@
 
 #include <linux/cpumask.h>
 #include <linux/module.h>
+#include <linux/netlink.h>
+#include <linux/workqueue.h>
 #include <net/genetlink.h>
 #include <net/netlink.h>
 
@@ -232,6 +234,7 @@ static int nvmetrace_genl_start(struct sk_buff *skb, struct genl_info *info)
 	}
 	if (!err) {
 		nvmetrace_dev.cfg = cfg;
+		WRITE_ONCE(nvmetrace_dev.owner_portid, info->snd_portid);
 		WRITE_ONCE(nvmetrace_dev.state, NVMETRACE_STATE_RECORDING);
 	}
 	state = nvmetrace_dev.state;
@@ -249,6 +252,7 @@ static u32 nvmetrace_genl_do_stop(void)
 		nvmetrace_hooks_stop();
 		WRITE_ONCE(nvmetrace_dev.state, NVMETRACE_STATE_IDLE);
 		nvmetrace_dev.cfg = NVMETRACE_CONFIG_IDLE;
+		WRITE_ONCE(nvmetrace_dev.owner_portid, 0);
 	}
 	mutex_unlock(&nvmetrace_dev.ctl_lock);
 	return NVMETRACE_STATE_IDLE;
@@ -313,13 +317,49 @@ const struct genl_family *nvmetrace_genl_family_ptr(void)
 	return &nvmetrace_genl_family;
 }
 
+/*
+ * A recording belongs to the netlink socket that started it: when that
+ * socket goes away (the recorder exited or was killed), stop recording, so
+ * a crashed recorder does not leave the hooks attached with nobody reading.
+ * The netlink notifier chain is atomic: the stop itself runs in a work item.
+ */
+static void nvmetrace_owner_gone(struct work_struct *work)
+{
+	nvmetrace_genl_do_stop();
+}
+
+static DECLARE_WORK(nvmetrace_owner_gone_work, nvmetrace_owner_gone);
+
+static int nvmetrace_netlink_notify(struct notifier_block *nb,
+				    unsigned long event, void *ptr)
+{
+	struct netlink_notify *n = ptr;
+	u32 owner = READ_ONCE(nvmetrace_dev.owner_portid);
+
+	if (event == NETLINK_URELEASE && n->protocol == NETLINK_GENERIC &&
+	    owner && n->portid == owner && net_eq(n->net, &init_net))
+		schedule_work(&nvmetrace_owner_gone_work);
+	return NOTIFY_DONE;
+}
+
+static struct notifier_block nvmetrace_netlink_nb = {
+	.notifier_call = nvmetrace_netlink_notify,
+};
+
 int nvmetrace_genl_init(void)
 {
 	int err = genl_register_family(&nvmetrace_genl_family);
 
-	if (err)
+	if (err) {
 		pr_err("cannot register generic netlink family %s: %d\n",
 		       NVMETRACE_GENL_NAME, err);
+		return err;
+	}
+	err = netlink_register_notifier(&nvmetrace_netlink_nb);
+	if (err) {
+		pr_err("cannot register a netlink notifier: %d\n", err);
+		genl_unregister_family(&nvmetrace_genl_family);
+	}
 	return err;
 }
 
@@ -330,5 +370,7 @@ int nvmetrace_genl_init(void)
 void nvmetrace_genl_exit(void)
 {
 	genl_unregister_family(&nvmetrace_genl_family);
+	netlink_unregister_notifier(&nvmetrace_netlink_nb);
+	cancel_work_sync(&nvmetrace_owner_gone_work);
 	nvmetrace_genl_do_stop();
 }

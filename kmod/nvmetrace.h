@@ -94,6 +94,7 @@ struct nvmetrace_dev {
 	struct mutex ctl_lock;		/* serializes START/STOP, protects below */
 	u32 state;			/* enum nvmetrace_state */
 	struct nvmetrace_config cfg;	/* recording's, or NVMETRACE_CONFIG_IDLE */
+	u32 owner_portid;		/* netlink port that STARTed; 0 when idle */
 };
 
 extern struct nvmetrace_dev nvmetrace_dev;

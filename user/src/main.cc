@@ -79,11 +79,16 @@ int run(int argc, char** argv) {
                        "Host namespace to trace (default: every NVMe-oF one)");
     record->add_flag("--detail", rec.detail, "Print the component table in the summary");
 
+    CLI::App* stop =
+        app.add_subcommand("stop", "Stop a recording (one whose recorder is gone stops by itself)");
+
     ReportCommandOptions rep;
     CLI::App* report = app.add_subcommand("report", "Where the recorded commands spent their time");
     report->add_option("files", rep.files, "Recordings")->required();
     report->add_flag("--detail", rep.detail, "Every component in path order, with p50/p99");
     report->add_flag("--json", rep.json, "JSON instead of text");
+    report->add_flag("--commands", rep.commands,
+                     "One JSON line per command (its events' timestamps) instead of the report");
 
     try {
         app.parse(argc, argv);
@@ -108,6 +113,11 @@ int run(int argc, char** argv) {
         return cmd_status(json);
     if (record->parsed())
         return run_record(rec);
+    if (stop->parsed()) {
+        GenlClient client;
+        client.stop();
+        return 0;
+    }
     if (report->parsed())
         return run_report(rep);
     return kExitUsage;  // unreachable: require_subcommand(1)

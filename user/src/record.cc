@@ -241,6 +241,33 @@ int run_record(const RecordOptions& opts) {
     return 0;
 }
 
+namespace {
+
+// One JSON object per line for each assembled command: its identity and the
+// timestamp of every event it has (for scripts, tests and other tools).
+void print_command(const Command& c) {
+    nlohmann::json j;
+    j["side"] = c.side == Side::host ? "host" : "target";
+    j["op"] = c.op == Op::read ? "read" : "write";
+    j["lba"] = c.lba;
+    j[c.size_in_blocks ? "blocks" : "bytes"] = c.size;
+    if (c.dev)
+        j["dev"] = c.dev;
+    if (c.nsid)
+        j["nsid"] = c.nsid;
+    j["status"] = c.status;
+    nlohmann::json ev = nlohmann::json::object();
+    for (const auto& e : kEvents) {
+        int slot = event_slot(e.event);
+        if (c.has(slot))
+            ev[std::string(e.name)] = c.at(slot);
+    }
+    j["events"] = ev;
+    fmt::print("{}\n", j.dump());
+}
+
+}  // namespace
+
 int run_report(const ReportCommandOptions& opts) {
     if (opts.files.empty())
         throw Error("report: name at least one recording");
@@ -254,7 +281,12 @@ int run_report(const ReportCommandOptions& opts) {
         devices_from_json(meta.devices, table);
         Stats stats(table, {.sample_n = meta.sample,
                             .origin_ns = static_cast<uint64_t>(meta.start_monotonic_ns)});
-        Assembler assembler(table, [&](const Command& c) { stats.add(c); });
+        Assembler assembler(table, [&](const Command& c) {
+            if (opts.commands)
+                print_command(c);
+            else
+                stats.add(c);
+        });
         reader.for_each([&](std::span<const nvmetrace_rec> recs) {
             for (const auto& r : recs)
                 assembler.push(r);
@@ -277,7 +309,9 @@ int run_report(const ReportCommandOptions& opts) {
         else
             ro.lost_host = lost;
         const Summary summary = stats.summary(duration);
-        if (opts.json) {
+        if (opts.commands) {
+            // the commands are out; only problems remain to be said
+        } else if (opts.json) {
             nlohmann::json j = summary_json(summary, assembler.counts(), ro);
             j["file"] = path;
             j["role"] = meta.role;

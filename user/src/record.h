@@ -32,6 +32,7 @@ struct ReportCommandOptions {
     std::vector<std::string> files;
     bool detail = false;
     bool json = false;
+    bool commands = false;  // one JSON line per command instead of the report
 };
 
 int run_report(const ReportCommandOptions& opts);

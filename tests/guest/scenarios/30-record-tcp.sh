@@ -1,5 +1,7 @@
 #!/bin/bash
-# 30-record-tcp: record host and target of an nvme-tcp loopback run with fio, then report.
+# 30-record-tcp: record host and target of an nvme-tcp loopback run with fio, then report:
+# live lines and a summary; the sampled commands match fio's I/O count; a recording killed
+# with SIGKILL mid-run still reports what it holds and says where the file ended.
 # lane-timeout: 180
 . "$NVMETRACE_SRC/tests/guest/lib.sh"
 need_ko
@@ -22,6 +24,28 @@ cat "$RESULTS/record.out"
 fio_check rd
 "$NVMETRACE_BIN" report --detail "$RESULTS/rec.ntr" || fail "report failed"
 "$NVMETRACE_BIN" report --json "$RESULTS/rec.ntr" >"$RESULTS/report.json" || fail "report --json failed"
+n=$(jq '[.[0].groups[] | select(.device | startswith("nvme")) | .n] | add' "$RESULTS/report.json")
+ios=$(fio_ios rd)
+[ "$n" = "$ios" ] || fail "report has $n host commands, fio did $ios I/Os"
+grep -q 'profiling as host+target' "$RESULTS/record.out" || fail "no start line"
+grep -qE '^ +[0-9.]+s  read 4KiB nvme' "$RESULTS/record.out" || fail "no live line"
+
+# SIGKILL mid-recording: the file stays readable up to its last flushed block
+"$NVMETRACE_BIN" record -r host -r target -s 1 -o "$RESULTS/killed.ntr" >"$RESULTS/killed.out" 2>&1 &
+REC=$!
+run_fio rd2 --filename="/dev/$dev" --ioengine=libaio --direct=1 --rw=randread --bs=4k \
+	--iodepth=1 --time_based --runtime=3 || fail "fio failed"
+kill -KILL $REC; wait $REC || true
+"$NVMETRACE_BIN" status
+"$NVMETRACE_BIN" report "$RESULTS/killed.ntr" >"$RESULTS/killed.report" 2>"$RESULTS/killed.err" ||
+	fail "report of a killed recording failed: $(cat "$RESULTS/killed.err")"
+cat "$RESULTS/killed.report" "$RESULTS/killed.err"
+grep -q 'cut off\|no trailer' "$RESULTS/killed.err" || fail "report did not say the recording was cut off"
+grep -q 'commands sampled' "$RESULTS/killed.report" || fail "report of the killed recording shows nothing"
+# the recording belonged to the killed recorder's netlink socket: the module stopped it
+wait_for 5 bash -c "'$NVMETRACE_BIN' status --json | jq -e '.state == \"idle\"' >/dev/null" ||
+	fail "the module still records after its recorder was killed"
+"$NVMETRACE_BIN" stop || fail "stop while idle failed"
 rmmod nvmetrace || fail "rmmod failed"
 nvme_disconnect_all
 nvmet_teardown

@@ -96,6 +96,16 @@ enum nvmetrace_event {
 	NVMETRACE_EV_NVMET_BIO_DONE	= 34,	/* nvmet_bio_done */
 	NVMETRACE_EV_NVMET_COMPLETE	= 35,	/* nvmet_req_complete */
 
+	/*
+	 * nvme-tcp host (kmod/hooks.c has the details).  Several H2C sends,
+	 * R2Ts and C2H PDUs may be recorded for one command.
+	 */
+	NVMETRACE_EV_TCP_CMD_SEND	= 64,	/* command PDU handed to the socket */
+	NVMETRACE_EV_TCP_H2C_SEND	= 65,	/* H2C data PDU handed to the socket; aux: offset */
+	NVMETRACE_EV_TCP_R2T_RECV	= 66,	/* R2T PDU received; aux: r2t offset */
+	NVMETRACE_EV_TCP_C2H_RECV	= 67,	/* C2H data PDU received; aux: see below */
+	NVMETRACE_EV_TCP_RSP_RECV	= 68,	/* response capsule received */
+
 	NVMETRACE_EV_MAX		= 255,
 };
 
@@ -104,6 +114,13 @@ enum nvmetrace_event {
 #define NVMETRACE_REC_HAS_CID		(1u << 1)	/* cid is the NVMe command id */
 #define NVMETRACE_REC_HAS_QID		(1u << 2)	/* qid is known */
 #define NVMETRACE_REC_LEN_BLOCKS	(1u << 3)	/* len counts logical blocks, not bytes */
+
+/*
+ * aux of NVMETRACE_EV_TCP_C2H_RECV: the PDU's data offset in the low 32 bits,
+ * its NVMe/TCP header flags (NVME_TCP_F_DATA_LAST 0x04, _SUCCESS 0x08) above.
+ */
+#define NVMETRACE_C2H_AUX_FLAGS_SHIFT	32
+#define NVMETRACE_C2H_F_DATA_SUCCESS	0x08u
 
 #define NVMETRACE_NO_LBA		(~(__u64)0)
 
@@ -193,6 +210,28 @@ enum nvmetrace_layout_attr {
 	NVMETRACE_L_SQ_CTRL,		/* struct nvmet_sq.ctrl */
 	NVMETRACE_L_SQ_QID,		/* struct nvmet_sq.qid (u16) */
 	NVMETRACE_L_CTRL_CNTLID,	/* struct nvmet_ctrl.cntlid (u16) */
+
+	/*
+	 * nvme-tcp host (/sys/kernel/btf/nvme_tcp): all of them, or none.
+	 * Without them the nvme-tcp hooks are refused, the others still run.
+	 */
+	NVMETRACE_L_TCP_QUEUE_REQUEST,	/* struct nvme_tcp_queue.request */
+	NVMETRACE_L_TCP_QUEUE_SEND_LIST, /* .send_list (list_head) */
+	NVMETRACE_L_TCP_QUEUE_REQ_LIST,	/* .req_list (llist_head) */
+	NVMETRACE_L_TCP_QUEUE_PDU,	/* .pdu (void *) */
+	NVMETRACE_L_TCP_QUEUE_PDU_REMAINING, /* .pdu_remaining (int) */
+	NVMETRACE_L_TCP_QUEUE_PDU_OFFSET, /* .pdu_offset (int) */
+	NVMETRACE_L_TCP_QUEUE_DATA_REMAINING, /* .data_remaining (size_t) */
+	NVMETRACE_L_TCP_QUEUE_DDGST_REMAINING, /* .ddgst_remaining (size_t) */
+	NVMETRACE_L_TCP_QUEUE_DATA_DIGEST, /* .data_digest (bool) */
+	NVMETRACE_L_TCP_QUEUE_CTRL,	/* .ctrl */
+	NVMETRACE_L_TCP_QUEUE_SIZE,	/* sizeof(struct nvme_tcp_queue) */
+	NVMETRACE_L_TCP_CTRL_QUEUES,	/* struct nvme_tcp_ctrl.queues */
+	NVMETRACE_L_TCP_CTRL_TAG_SET,	/* struct nvme_tcp_ctrl.tag_set */
+	NVMETRACE_L_TCP_REQ_ENTRY,	/* struct nvme_tcp_request.entry (list_head) */
+	NVMETRACE_L_TCP_REQ_LENTRY,	/* .lentry (llist_node) */
+	NVMETRACE_L_TCP_REQ_STATE,	/* .state (enum, 4 bytes) */
+	NVMETRACE_L_TCP_REQ_OFFSET,	/* .offset (size_t) */
 	__NVMETRACE_L_MAX,
 };
 #define NVMETRACE_L_MAX (__NVMETRACE_L_MAX - 1)

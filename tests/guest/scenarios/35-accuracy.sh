@@ -1,0 +1,56 @@
+#!/bin/bash
+# 35-accuracy: nvmetrace against fio on nvme-tcp (loopback, null_blk target), one guest
+# holding both roles. For randread and randwrite, 4 KiB and 64 KiB, QD1 and QD8, recorded at
+# 1-of-1 and 1-of-10: the sampled commands are exactly fio's I/Os that the sampling
+# predicate picks (checked against fio's own I/O log), host and target sampled the same
+# commands, every command has all its events in order, the stages add up to end to end,
+# and nvmetrace's end-to-end mean lies inside fio's total latency (the ratio and the gap
+# are printed: see tests/guest/accuracy.py).
+# lane-timeout: 400
+. "$NVMETRACE_SRC/tests/guest/lib.sh"
+need_ko
+need_bin
+NT=$NVMETRACE_BIN
+SECS=${ACCURACY_SECS:-2}
+SEED=12345
+
+nvmet_tcp_setup
+dev=$(nvme_tcp_connect)
+lbs=$(cat "/sys/block/$dev/queue/logical_block_size")
+insmod "$NVMETRACE_KO" || fail "insmod failed"
+log "namespace /dev/$dev (logical block $lbs); ${SECS}s per run"
+
+n=0
+for rw in randread randwrite; do
+	for bs in 4k 64k; do
+		for qd in 1 8; do
+			for s in 1 10; do
+				label="$rw-$bs-qd$qd-1of$s"
+				d=$RESULTS/$label
+				mkdir -p "$d"
+				"$NT" record -r host -r target -s "$s" --seed "$SEED" -o "$d/rec.ntr" \
+					>"$d/record.out" 2>&1 &
+				rec=$!
+				sleep 0.5
+				fio --name="$label" --filename="/dev/$dev" --ioengine=libaio --direct=1 \
+					--rw="$rw" --bs="$bs" --iodepth="$qd" --size=256m --time_based \
+					--runtime="$SECS" --write_iolog="$d/fio.iolog" --output-format=json \
+					--output="$d/fio.json" >"$d/fio.log" 2>&1 || fail "$label: fio failed"
+				sleep 0.2
+				kill -INT $rec
+				wait $rec || { cat "$d/record.out"; fail "$label: record failed"; }
+				"$NT" report --json "$d/rec.ntr" >"$d/report.json" || fail "$label: report failed"
+				"$NT" report --commands "$d/rec.ntr" >"$d/commands.jsonl" ||
+					fail "$label: report --commands failed"
+				python3 "$NVMETRACE_SRC/tests/guest/accuracy.py" "$label" "$d/fio.json" \
+					"$d/fio.iolog" "$d/report.json" "$d/commands.jsonl" "$s" "$SEED" "$lbs" ||
+					{ tail -n 30 "$d/record.out"; exit 1; }
+				n=$((n + 1))
+			done
+		done
+	done
+done
+rmmod nvmetrace || fail "rmmod failed"
+nvme_disconnect_all
+nvmet_teardown
+log "$n recordings checked"
