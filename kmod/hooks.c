@@ -29,6 +29,8 @@
 #include <linux/module.h>
 #include <linux/mutex.h>
 #include <linux/nvme.h>
+#include <linux/nvme-tcp.h>
+#include <linux/skbuff.h>
 #include <linux/tracepoint.h>
 #include <net/genetlink.h>
 #include <trace/events/block.h>
@@ -233,6 +235,228 @@ static void probe_nvme_setup(void *data, struct request *rq,
 	     le32_to_cpu(cmd->common.nsid));
 }
 
+/*
+ * A private field: its offset comes from BTF through user space (struct
+ * nvmetrace_layout), never from a guess.
+ */
+#define FIELD_AT(type, base, off) (*(type *)((const char *)(base) + (off)))
+
+/* ------------------------------------------------------- nvme-tcp host */
+
+/*
+ * nvme-tcp's functions are static and most of the per-PDU ones are inlined
+ * (nvme_tcp_try_send_cmd_pdu on 6.1, nvme_tcp_recv_pdu, nvme_tcp_handle_r2t,
+ * nvme_tcp_process_nvme_cqe on both), so the hooks sit on the two that have
+ * their address taken and exist in both kernels:
+ *
+ *  - nvme_tcp_try_send(queue), the send state machine, called with the
+ *    queue's send_mutex held: the request it is about to send is
+ *    queue->request, or the one nvme_tcp_fetch_request() will take.  At
+ *    offset 0 of state SEND_CMD_PDU its command PDU (and any in-capsule
+ *    data) is being handed to the socket, of SEND_H2C_PDU an H2C data PDU.
+ *  - nvme_tcp_recv_skb(desc, skb, offset, len), the socket's read_sock
+ *    actor: the PDU headers that start in this skb are parsed from the
+ *    queue's receive state and the skb (skb_copy_bits(), no allocation),
+ *    and each R2T, C2H data and response PDU recorded for its request.
+ *
+ * The private fields come from BTF (struct nvmetrace_tcp_layout); these
+ * hooks are refused without them.  Requests are preallocated and live as
+ * long as the queue, so reading them is safe; only commands in flight are
+ * recorded.
+ */
+#define TCP_OFF(name) NVMETRACE_TCP_OFF(&cfg.layout, name)
+
+/* nvme-tcp's enum nvme_tcp_send_state, the same in 6.1 and 6.12 */
+#define NVMETRACE_TCP_SEND_CMD_PDU	0
+#define NVMETRACE_TCP_SEND_H2C_PDU	1
+/* requests nvmetrace follows down nvme_tcp_queue.req_list, at most */
+#define NVMETRACE_TCP_REQ_LIST_MAX	64
+/* PDU headers nvmetrace parses in one skb, at most */
+#define NVMETRACE_TCP_SKB_PDUS_MAX	64
+
+/* The I/O queue id of an nvme_tcp_queue (its index in ctrl->queues), 0: admin. */
+static __always_inline u16 tcp_queue_qid(const void *queue, const void **ctrl)
+{
+	const char *queues;
+
+	*ctrl = FIELD_AT(const void *, queue, TCP_OFF(QUEUE_CTRL));
+	if (!*ctrl)
+		return 0;
+	queues = FIELD_AT(const char *, *ctrl, TCP_OFF(CTRL_QUEUES));
+	if (!queues || (const char *)queue < queues)
+		return 0;
+	return ((const char *)queue - queues) / TCP_OFF(QUEUE_SIZE);
+}
+
+static __always_inline void tcp_rq_event(u16 event, struct request *rq, u64 aux)
+{
+	if (blk_mq_rq_state(rq) != MQ_RQ_IN_FLIGHT)
+		return;
+	host_rq_event(event, rq, aux);
+}
+
+/*
+ * The request nvme_tcp_try_send() will work on: the current one, else the
+ * head of send_list, else the oldest on req_list (the llist is newest
+ * first).  send_mutex is held, so nobody else takes requests off the lists;
+ * llist_add() only changes the head.
+ */
+static __always_inline const void *tcp_next_send(const void *queue)
+{
+	const struct list_head *sl;
+	const struct llist_node *n;
+	const void *req;
+	int i;
+
+	req = FIELD_AT(const void *, queue, TCP_OFF(QUEUE_REQUEST));
+	if (req)
+		return req;
+	sl = (const struct list_head *)((const char *)queue + TCP_OFF(QUEUE_SEND_LIST));
+	if (!list_empty(sl))
+		return (const char *)READ_ONCE(sl->next) - TCP_OFF(REQ_ENTRY);
+	n = READ_ONCE(((const struct llist_head *)((const char *)queue +
+						   TCP_OFF(QUEUE_REQ_LIST)))->first);
+	for (i = 0; n && i < NVMETRACE_TCP_REQ_LIST_MAX; i++) {
+		const struct llist_node *next = READ_ONCE(n->next);
+
+		if (!next)
+			return (const char *)n - TCP_OFF(REQ_LENTRY);
+		n = next;
+	}
+	return NULL;	/* empty, or too long to follow here */
+}
+
+/* kprobe at nvme_tcp_try_send(struct nvme_tcp_queue *queue) */
+static int kp_tcp_try_send(struct kprobe *kp, struct pt_regs *regs)
+{
+	const void *queue = (const void *)regs_get_kernel_argument(regs, 0);
+	const void *ctrl, *req;
+	u32 state;
+
+	if (!tcp_queue_qid(queue, &ctrl))
+		return 0;	/* admin queue: its async event request has no struct request */
+	req = tcp_next_send(queue);
+	if (!req || FIELD_AT(size_t, req, TCP_OFF(REQ_OFFSET)))
+		return 0;	/* nothing to send, or the rest of a partial send */
+	state = FIELD_AT(u32, req, TCP_OFF(REQ_STATE));
+	if (state == NVMETRACE_TCP_SEND_CMD_PDU)
+		tcp_rq_event(NVMETRACE_EV_TCP_CMD_SEND, blk_mq_rq_from_pdu((void *)req), 0);
+	else if (state == NVMETRACE_TCP_SEND_H2C_PDU)
+		tcp_rq_event(NVMETRACE_EV_TCP_H2C_SEND, blk_mq_rq_from_pdu((void *)req), 0);
+	return 0;
+}
+
+/* One received PDU header (the first 24 bytes, enough for each type). */
+static __always_inline void tcp_recv_pdu(struct blk_mq_tags *tags, const u8 *h)
+{
+	const struct nvme_tcp_hdr *hdr = (const void *)h;
+	struct request *rq;
+	u16 event, cid;
+	u64 aux = 0;
+	u32 tag;
+
+	switch (hdr->type) {
+	case nvme_tcp_c2h_data: {
+		const struct nvme_tcp_data_pdu *p = (const void *)h;
+
+		event = NVMETRACE_EV_TCP_C2H_RECV;
+		cid = p->command_id;
+		aux = le32_to_cpu(p->data_offset) |
+		      (u64)hdr->flags << NVMETRACE_C2H_AUX_FLAGS_SHIFT;
+		break;
+	}
+	case nvme_tcp_r2t: {
+		const struct nvme_tcp_r2t_pdu *p = (const void *)h;
+
+		event = NVMETRACE_EV_TCP_R2T_RECV;
+		cid = p->command_id;
+		aux = le32_to_cpu(p->r2t_offset);
+		break;
+	}
+	case nvme_tcp_rsp:
+		event = NVMETRACE_EV_TCP_RSP_RECV;
+		cid = ((const struct nvme_tcp_rsp_pdu *)h)->cqe.command_id;
+		break;
+	default:
+		return;
+	}
+	tag = cid & 0xfff;	/* nvme_tag_from_cid() */
+	if (tag >= tags->nr_tags)
+		return;
+	rq = READ_ONCE(tags->rqs[tag]);
+	if (rq)
+		tcp_rq_event(event, rq, aux);
+}
+
+/* kprobe at nvme_tcp_recv_skb(desc, skb, offset, len) */
+static int kp_tcp_recv_skb(struct kprobe *kp, struct pt_regs *regs)
+{
+	const read_descriptor_t *desc =
+		(const read_descriptor_t *)regs_get_kernel_argument(regs, 0);
+	const struct sk_buff *skb =
+		(const struct sk_buff *)regs_get_kernel_argument(regs, 1);
+	size_t pos = regs_get_kernel_argument(regs, 2);
+	size_t end = pos + regs_get_kernel_argument(regs, 3);
+	const void *queue = desc->arg.data;
+	const struct blk_mq_tag_set *set;
+	struct blk_mq_tags *tags;
+	const void *ctrl;
+	u8 h[sizeof(struct nvme_tcp_rsp_pdu)];
+	int pdu_offset, i;
+	u16 qid;
+
+	BUILD_BUG_ON(sizeof(struct nvme_tcp_data_pdu) != sizeof(h) ||
+		     sizeof(struct nvme_tcp_r2t_pdu) != sizeof(h));
+	qid = tcp_queue_qid(queue, &ctrl);
+	if (!qid)
+		return 0;
+	set = (const struct blk_mq_tag_set *)((const char *)ctrl + TCP_OFF(CTRL_TAG_SET));
+	if (qid > set->nr_hw_queues || !set->tags)
+		return 0;
+	tags = READ_ONCE(set->tags[qid - 1]);
+	if (!tags)
+		return 0;
+
+	/*
+	 * Where the first PDU header that starts in this skb is (see
+	 * nvme_tcp_recv_state(): pdu, else digest, else data).
+	 */
+	if (FIELD_AT(int, queue, TCP_OFF(QUEUE_PDU_REMAINING))) {
+		pdu_offset = FIELD_AT(int, queue, TCP_OFF(QUEUE_PDU_OFFSET));
+		if (pdu_offset > 0) {
+			/* a header split across skbs: its start is in queue->pdu */
+			const u8 *pdu = FIELD_AT(const u8 *, queue, TCP_OFF(QUEUE_PDU));
+			int have = min_t(int, pdu_offset, sizeof(h));
+
+			memcpy(h, pdu, have);
+			if (have < sizeof(h) &&
+			    (pos + sizeof(h) - have > end ||
+			     skb_copy_bits(skb, pos, h + have, sizeof(h) - have)))
+				return 0;
+			tcp_recv_pdu(tags, h);
+			pos += le32_to_cpu(((struct nvme_tcp_hdr *)h)->plen) - pdu_offset;
+		}
+	} else if (FIELD_AT(size_t, queue, TCP_OFF(QUEUE_DDGST_REMAINING))) {
+		pos += FIELD_AT(size_t, queue, TCP_OFF(QUEUE_DDGST_REMAINING));
+	} else {
+		pos += FIELD_AT(size_t, queue, TCP_OFF(QUEUE_DATA_REMAINING));
+		if (FIELD_AT(bool, queue, TCP_OFF(QUEUE_DATA_DIGEST)))
+			pos += NVME_TCP_DIGEST_LENGTH;
+	}
+	for (i = 0; i < NVMETRACE_TCP_SKB_PDUS_MAX && pos + sizeof(h) <= end; i++) {
+		u32 plen;
+
+		if (skb_copy_bits(skb, pos, h, sizeof(h)))
+			return 0;
+		tcp_recv_pdu(tags, h);
+		plen = le32_to_cpu(((struct nvme_tcp_hdr *)h)->plen);
+		if (plen < sizeof(h))
+			return 0;	/* not a PDU we know: stop parsing */
+		pos += plen;
+	}
+	return 0;
+}
+
 /* ---------------------------------------------------------- target side */
 
 /*
@@ -241,7 +465,6 @@ static void probe_nvme_setup(void *data, struct request *rq,
  * offsets at START; without them the target hooks are refused (see
  * nvmetrace_hooks_start()), never guessed.
  */
-#define FIELD_AT(type, base, off) (*(type *)((const char *)(base) + (off)))
 
 static __always_inline void target_event(u16 event, const void *req,
 					 const struct nvme_command *cmd, u64 aux)
@@ -311,6 +534,9 @@ static int kp_nvmet_bio_done(struct kprobe *kp, struct pt_regs *regs)
 
 /* ------------------------------------------------------------ the table */
 
+/* struct nvmetrace_hook.needs */
+#define NEEDS_TCP_HOST		(1u << 0)	/* cfg.layout.tcp */
+
 struct nvmetrace_hook {
 	const char *name;	/* tracepoint or function */
 	const char *module;	/* NULL: built in */
@@ -319,6 +545,7 @@ struct nvmetrace_hook {
 	void *probe;		/* tracepoint probe */
 	kprobe_pre_handler_t pre;	/* kprobe handler */
 	bool alternative;	/* absent on some kernels by design */
+	u32 needs;		/* NEEDS_*: layout groups it reads */
 
 	/* state, under hooks_lock */
 	struct tracepoint *tp;
@@ -348,11 +575,22 @@ static struct nvmetrace_hook hooks[] = {
 	  NVMETRACE_ROLE_TARGET, NULL, kp_nvmet_bio_done },
 	{ "nvmet_req_complete", "nvmet", NVMETRACE_HOOK_TRACEPOINT,
 	  NVMETRACE_ROLE_TARGET, probe_nvmet_complete },
+	{ "nvme_tcp_try_send", "nvme_tcp", NVMETRACE_HOOK_KPROBE,
+	  NVMETRACE_ROLE_HOST, NULL, kp_tcp_try_send, .needs = NEEDS_TCP_HOST },
+	{ "nvme_tcp_recv_skb", "nvme_tcp", NVMETRACE_HOOK_KPROBE,
+	  NVMETRACE_ROLE_HOST, NULL, kp_tcp_recv_skb, .needs = NEEDS_TCP_HOST },
 };
+
+/* The layout groups START carried (NEEDS_* bits). */
+static u32 layout_have(void)
+{
+	return cfg.layout.tcp.valid ? NEEDS_TCP_HOST : 0;
+}
 
 static bool hook_wanted(const struct nvmetrace_hook *h)
 {
-	return recording && (h->role & cfg.role);
+	return recording && (h->role & cfg.role) &&
+	       (h->needs & layout_have()) == h->needs;
 }
 
 /* hooks_lock held */
@@ -506,6 +744,30 @@ static int check_layout(const struct nvmetrace_layout *l)
 	return 0;
 }
 
+/* The nvme-tcp group: aligned for its type, queue fields inside the queue. */
+static int check_tcp_layout(const struct nvmetrace_layout *l)
+{
+	static const u8 align[] = {	/* NVMETRACE_L_TCP_* order */
+		8, 8, 8, 8, 4, 4, 8, 8, 1, 8, 8, 8, 8, 8, 8, 4, 8,
+	};
+	const u32 qsize = NVMETRACE_TCP_OFF(l, QUEUE_SIZE);
+	int i;
+
+	BUILD_BUG_ON(ARRAY_SIZE(align) != ARRAY_SIZE(l->tcp.off));
+	if (!l->tcp.valid)
+		return 0;
+	if (!qsize || qsize >= 4096)
+		return -EINVAL;
+	for (i = 0; i < ARRAY_SIZE(align); i++) {
+		if (l->tcp.off[i] % align[i])
+			return -EINVAL;
+		if (i + NVMETRACE_L_TCP_QUEUE_REQUEST <= NVMETRACE_L_TCP_QUEUE_CTRL &&
+		    l->tcp.off[i] >= qsize)
+			return -EINVAL;
+	}
+	return 0;
+}
+
 /* ctl_lock held, nothing recording (see nvmetrace.h) */
 int nvmetrace_hooks_start(const struct nvmetrace_config *c,
 			  struct netlink_ext_ack *extack)
@@ -520,6 +782,11 @@ int nvmetrace_hooks_start(const struct nvmetrace_config *c,
 				       "target role needs nvmet's struct layout (NVMETRACE_A_LAYOUT, from BTF)");
 			return ret;
 		}
+	}
+
+	if (check_tcp_layout(&c->layout)) {
+		NL_SET_ERR_MSG(extack, "implausible nvme-tcp layout (NVMETRACE_L_TCP_*)");
+		return -EINVAL;
 	}
 
 	mutex_lock(&hooks_lock);
@@ -537,6 +804,12 @@ int nvmetrace_hooks_start(const struct nvmetrace_config *c,
 	for (h = hooks; h < hooks + ARRAY_SIZE(hooks); h++) {
 		h->state = NVMETRACE_HOOK_DETACHED;
 		h->err = 0;
+		if ((h->role & cfg.role) && (h->needs & layout_have()) != h->needs) {
+			/* its private layout is unknown: refused, never guessed */
+			h->state = NVMETRACE_HOOK_FAILED;
+			h->err = -ENODATA;
+			continue;
+		}
 		if (!hook_wanted(h))
 			continue;
 		if (h->kind == NVMETRACE_HOOK_KPROBE) {

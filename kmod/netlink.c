@@ -37,6 +37,8 @@ static const struct nla_policy nvmetrace_genl_layout_policy[NVMETRACE_L_MAX + 1]
 	[NVMETRACE_L_SQ_CTRL]		= NLA_POLICY_MAX(NLA_U32, 4095),
 	[NVMETRACE_L_SQ_QID]		= NLA_POLICY_MAX(NLA_U32, 4095),
 	[NVMETRACE_L_CTRL_CNTLID]	= NLA_POLICY_MAX(NLA_U32, 4095),
+	[NVMETRACE_L_TCP_QUEUE_REQUEST ... NVMETRACE_L_TCP_REQ_OFFSET] =
+		NLA_POLICY_MAX(NLA_U32, 4095),
 };
 
 /* Request attributes; all others (reply-only ones included) are rejected. */
@@ -146,32 +148,68 @@ static int nvmetrace_genl_reply_state(struct genl_info *info, u32 state)
 	return nvmetrace_genl_reply_send(msg, hdr, info);
 }
 
-/* NVMETRACE_A_LAYOUT: all six offsets, or the attribute is refused. */
+/*
+ * One group of NVMETRACE_L_* offsets [first, last] into out[]: all present
+ * (returns 1), none (0), or some (-EINVAL).
+ */
+static int nvmetrace_genl_layout_group(struct genl_info *info,
+				       const struct nlattr *nest,
+				       struct nlattr **tb, int first, int last,
+				       u32 *out)
+{
+	int i, n = 0;
+
+	for (i = first; i <= last; i++)
+		n += !!tb[i];
+	if (!n)
+		return 0;
+	if (n != last - first + 1) {
+		NL_SET_ERR_MSG_ATTR(info->extack, nest,
+				    "layout: a group of NVMETRACE_L_* offsets is all or nothing");
+		return -EINVAL;
+	}
+	for (i = first; i <= last; i++)
+		out[i - first] = nla_get_u32(tb[i]);
+	return 1;
+}
+
+/* NVMETRACE_A_LAYOUT: each group of offsets whole, or not at all. */
 static int nvmetrace_genl_parse_layout(struct genl_info *info,
 				       const struct nlattr *nest,
 				       struct nvmetrace_layout *l)
 {
 	struct nlattr *tb[NVMETRACE_L_MAX + 1];
-	int err, i;
+	u32 nvmet[NVMETRACE_L_CTRL_CNTLID - NVMETRACE_L_REQ_CMD + 1];
+	u32 tcp[NVMETRACE_L_TCP_REQ_OFFSET - NVMETRACE_L_TCP_QUEUE_REQUEST + 1];
+	int err;
 
 	err = nla_parse_nested(tb, NVMETRACE_L_MAX, nest,
 			       nvmetrace_genl_layout_policy, info->extack);
 	if (err)
 		return err;
-	for (i = NVMETRACE_L_UNSPEC + 1; i <= NVMETRACE_L_MAX; i++) {
-		if (!tb[i]) {
-			NL_SET_ERR_MSG_ATTR(info->extack, nest,
-					    "layout: every NVMETRACE_L_* offset is needed");
-			return -EINVAL;
-		}
+	err = nvmetrace_genl_layout_group(info, nest, tb, NVMETRACE_L_REQ_CMD,
+					  NVMETRACE_L_CTRL_CNTLID, nvmet);
+	if (err < 0)
+		return err;
+	if (err) {
+		l->req_cmd = nvmet[0];
+		l->req_cqe = nvmet[1];
+		l->req_sq = nvmet[2];
+		l->sq_ctrl = nvmet[3];
+		l->sq_qid = nvmet[4];
+		l->ctrl_cntlid = nvmet[5];
+		l->valid = true;
 	}
-	l->req_cmd = nla_get_u32(tb[NVMETRACE_L_REQ_CMD]);
-	l->req_cqe = nla_get_u32(tb[NVMETRACE_L_REQ_CQE]);
-	l->req_sq = nla_get_u32(tb[NVMETRACE_L_REQ_SQ]);
-	l->sq_ctrl = nla_get_u32(tb[NVMETRACE_L_SQ_CTRL]);
-	l->sq_qid = nla_get_u32(tb[NVMETRACE_L_SQ_QID]);
-	l->ctrl_cntlid = nla_get_u32(tb[NVMETRACE_L_CTRL_CNTLID]);
-	l->valid = true;
+	err = nvmetrace_genl_layout_group(info, nest, tb,
+					  NVMETRACE_L_TCP_QUEUE_REQUEST,
+					  NVMETRACE_L_TCP_REQ_OFFSET, tcp);
+	if (err < 0)
+		return err;
+	if (err) {
+		BUILD_BUG_ON(sizeof(tcp) != sizeof(l->tcp.off));
+		memcpy(l->tcp.off, tcp, sizeof(tcp));
+		l->tcp.valid = true;
+	}
 	return 0;
 }
 

@@ -44,15 +44,29 @@
 #define NVMETRACE_MAX_DEVS		16
 
 /*
- * Byte offsets of the private nvmet fields the target hooks read, from the
- * running kernel's BTF via user space (NVMETRACE_A_LAYOUT).  valid is set
- * only when START carried every one of them.
+ * Byte offsets of the private nvme-tcp host fields its hooks read, in
+ * NVMETRACE_L_TCP_* order (off[NVMETRACE_L_TCP_X - NVMETRACE_L_TCP_QUEUE_REQUEST]);
+ * valid only when START carried the whole group.
+ */
+#define NVMETRACE_TCP_OFF(l, name) \
+	((l)->tcp.off[NVMETRACE_L_TCP_##name - NVMETRACE_L_TCP_QUEUE_REQUEST])
+
+struct nvmetrace_tcp_layout {
+	bool valid;
+	u32 off[NVMETRACE_L_TCP_REQ_OFFSET - NVMETRACE_L_TCP_QUEUE_REQUEST + 1];
+};
+
+/*
+ * Byte offsets of the private fields the hooks read, from the running
+ * kernel's BTF via user space (NVMETRACE_A_LAYOUT).  valid (nvmet's group)
+ * is set only when START carried every one of them; tcp likewise.
  */
 struct nvmetrace_layout {
 	bool valid;
 	u32 req_cmd, req_cqe, req_sq;	/* struct nvmet_req */
 	u32 sq_ctrl, sq_qid;		/* struct nvmet_sq */
 	u32 ctrl_cntlid;		/* struct nvmet_ctrl */
+	struct nvmetrace_tcp_layout tcp;	/* nvme-tcp host */
 };
 
 /* What START asked for; parsed and range-checked by netlink.c. */

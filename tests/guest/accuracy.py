@@ -52,6 +52,8 @@ expected = collections.Counter()
 issued = 0
 for line in open(iolog):
     f = line.split()
+    if len(f) == 5:  # iolog version 3: a timestamp first
+        f = f[1:]
     if len(f) == 4 and f[1] in ("read", "write"):
         issued += 1
         lba = int(f[2]) // lbs

@@ -10,6 +10,8 @@
 #   idle     nvmetrace.ko loaded, not recording               (b)
 #   rec100   nvmetrace record -r host -r target -s 100        (c)
 #   rec1     nvmetrace record -r host -r target -s 1          (d)
+#   rec<N>h, rec<N>t: record -r host (h) or -r target (t) only, -s N   (to split a cost)
+#   rec<N>[h|t]-notcp: the same with nvme_tcp's BTF hidden: no nvme-tcp transport hooks
 #   ftrace   tracefs events nvme_setup_cmd, nvme_complete_rq, nvmet_req_init,
 #            nvmet_req_complete, block_rq_issue, block_rq_complete into the ring buffer,
 #            nothing reading it (module not loaded)               (e)
@@ -46,7 +48,7 @@ insmod "$NVMETRACE_KO" || fail "insmod $NVMETRACE_KO failed"
 	echo "fio=$(fio --version)"
 } >"$RESULTS/guest.meta"
 rmmod nvmetrace || fail "rmmod nvmetrace failed"
-echo "mode,round,case,qd,iops,ios,lat_mean_ns,runtime_ms,records,lost,guest_s" >"$CSV"
+echo "mode,round,case,qd,iops,ios,lat_mean_ns,runtime_ms,records,lost,win_ios,win_ns,win_tool_ns" >"$CSV"
 
 loaded() { [ -d /sys/module/nvmetrace ]; }
 st() { "$NT" status --json | jq -r ".$1"; }
@@ -70,30 +72,76 @@ ftrace_off() { # prints "EVENTS OVERRUN": events the ring buffer took (entries +
 	echo 1 >$T/tracing_on
 }
 
+# Steady-state window inside each fio run, measured with bash builtins only (no fork that
+# would itself cost guest time): from RAMP seconds after the device's first completed read
+# to WINDOW seconds later, the guest clock ($EPOCHREALTIME), the device's completed reads
+# (/sys/block/DEV/stat) and the recorder's CPU time (/proc/PID/task/*/schedstat, ns; in icount
+# mode one ns is one guest instruction).
+exec {NAPFD}<> <(:)
+nap() { read -rt "$1" -u $NAPFD _ || true; }
+# sample [PID]: sets S_READS, S_NS (guest clock, ns), S_CPU (CPU ns of PID's threads, 0 without)
+sample() {
+	local t v
+	read -r S_READS _ </sys/block/$dev/stat
+	S_NS=${EPOCHREALTIME/./}000 S_CPU=0
+	[ -n "${1:-}" ] || return 0
+	for t in /proc/$1/task/*/schedstat; do read -r v _ <"$t" 2>/dev/null && S_CPU=$((S_CPU + v)); done
+}
+WINDOW=$(awk -v s="$SECONDS_RUN" 'BEGIN{w=s-0.5; if (w<0.5) w=s/2; print w}')
+
 # one_run ROUND CASE QD
 one_run() {
-	local round=$1 c=$2 qd=$3 name="r$1-$2-qd$3" rec="" r0=0 l0=0 recs="" lost="" t0 t1 out n
+	local round=$1 c=$2 qd=$3 name="r$1-$2-qd$3" rec="" r0=0 l0=0 recs="" lost="" out n
+	local d0 u0 c0 d1 u1 c1 roles
 	case $c in
 	none|ftrace) ! loaded || rmmod nvmetrace || fail "rmmod failed" ;;
 	*) loaded || insmod "$NVMETRACE_KO" || fail "insmod failed" ;;
 	esac
 	case $c in
-	rec100|rec1)
+	rec*)
+		[[ $c =~ ^rec([0-9]+)([ht]?)(-notcp)?$ ]] || fail "unknown case $c"
+		# -notcp: nvme_tcp's BTF hidden from the tool, so it leaves the transport hooks off
+		[ -z "${BASH_REMATCH[3]}" ] || mount --bind /dev/null /sys/kernel/btf/nvme_tcp ||
+			fail "cannot hide /sys/kernel/btf/nvme_tcp"
+		case ${BASH_REMATCH[2]} in
+		h) roles=(-r host) ;;
+		t) roles=(-r target) ;;
+		*) roles=(-r host -r target) ;;
+		esac
 		r0=$(st records) l0=$(st lost)
 		out=$RESULTS/runs/$name.record
-		"$NT" record -r host -r target -s "${c#rec}" -o "/tmp/$name.ntr" >"$out" 2>&1 &
+		"$NT" record "${roles[@]}" -s "${BASH_REMATCH[1]}" -o "/tmp/$name.ntr" >"$out" 2>&1 &
 		rec=$!
 		wait_for 60 grep -q 'profiling as' "$out" || { cat "$out"; fail "$name: record did not start"; }
+		! mountpoint -q /sys/kernel/btf/nvme_tcp || umount /sys/kernel/btf/nvme_tcp
+		# what is attached while recording (once per case)
+		[ -f "$RESULTS/hooks-$c.txt" ] || {
+			echo "# kprobes (/sys/kernel/debug/kprobes/list)"
+			cat /sys/kernel/debug/kprobes/list 2>&1
+			echo "# nvmetrace status"
+			"$NT" status 2>&1
+		} >"$RESULTS/hooks-$c.txt"
 		;;
 	ftrace) ftrace_on ;;
+	none|idle) ;;
+	*) fail "unknown case $c" ;;
 	esac
-	t0=$(cut -d' ' -f1 /proc/uptime)
-	run_fio "runs/$name" --filename="/dev/$dev" --ioengine=libaio --direct=1 --rw=randread --bs=4k \
-		--iodepth="$qd" --time_based --runtime="$SECONDS_RUN" --ramp_time="$RAMP" ||
-		fail "$name: fio failed ($(tail -n 3 "$RESULTS/runs/$name.log"))"
-	t1=$(cut -d' ' -f1 /proc/uptime)
+	sample
+	d0=$S_READS
+	run_fio_bg "runs/$name" --filename="/dev/$dev" --ioengine=libaio --direct=1 --rw=randread --bs=4k \
+		--iodepth="$qd" --time_based --runtime="$SECONDS_RUN" --ramp_time="$RAMP"
+	n=0
+	while sample && [ "$S_READS" = "$d0" ]; do
+		n=$((n + 1)); [ $n -lt 6000 ] || fail "$name: no read completed within 60 s of starting fio"
+		nap 0.01
+	done
+	nap "$RAMP"
+	sample "$rec"; d0=$S_READS u0=$S_NS c0=$S_CPU
+	nap "$WINDOW"
+	sample "$rec"; d1=$S_READS u1=$S_NS c1=$S_CPU
+	wait "$FIO_PID" || fail "$name: fio failed ($(tail -n 3 "$RESULTS/runs/$name.log"))"
 	case $c in
-	rec100|rec1)
+	rec*)
 		kill -INT $rec
 		wait $rec || { cat "$out"; fail "$name: nvmetrace record failed"; }
 		recs=$(( $(st records) - r0 )) lost=$(( $(st lost) - l0 ))
@@ -104,9 +152,10 @@ one_run() {
 	ftrace) read -r recs lost < <(ftrace_off) ;;
 	esac
 	fio_check "runs/$name"
+	# window: reads completed, guest ns, recorder CPU ns
 	fio_json "runs/$name" | jq -r --arg pre "$MODE,$round,$c,$qd" --arg recs "$recs" --arg lost "$lost" \
-		--arg gs "$(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.2f", b-a}')" \
-		'.jobs[0] | "\($pre),\(.read.iops),\(.read.total_ios),\(.read.lat_ns.mean),\(.read.runtime),\($recs),\($lost),\($gs)"' >>"$CSV"
+		--arg win "$((d1 - d0)),$((u1 - u0)),$((c1 - c0))" \
+		'.jobs[0] | "\($pre),\(.read.iops),\(.read.total_ios),\(.read.lat_ns.mean),\(.read.runtime),\($recs),\($lost),\($win)"' >>"$CSV"
 }
 
 for round in $(seq 1 "$ROUNDS"); do

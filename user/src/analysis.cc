@@ -42,35 +42,49 @@ uint64_t target_key(const nvmetrace_rec& r) {
     return uint64_t{r.cntlid} << 32 | uint64_t{r.qid} << 16 | r.cid;
 }
 
-// The depth-0 rows of `view`, checked to form a chain (empty if the table
-// has none for it).
-std::vector<const ComponentDef*> chain_of(View view, std::span<const ComponentDef> table) {
-    std::vector<const ComponentDef*> rows;
+bool in_view(const ComponentDef& c, View view) {
+    return c.views & static_cast<uint8_t>(view);
+}
+
+// First and last events of a view: the `from` of its first depth-0 row and
+// the `to` of its last.
+struct ViewEnds {
+    int first = -1, last = -1;
+};
+ViewEnds table_ends(View view, std::span<const ComponentDef> table) {
+    ViewEnds e;
     for (const auto& c : table) {
-        if (c.depth != 0 || !(c.views & static_cast<uint8_t>(view)))
+        if (c.depth != 0 || !in_view(c, view))
             continue;
         if (event_slot(c.from) < 0 || event_slot(c.to) < 0)
             throw std::logic_error(fmt::format("component '{}': unknown event", c.name));
-        if (!rows.empty() && rows.back()->to != c.from)
-            throw std::logic_error(fmt::format("component '{}' does not start where '{}' ends",
-                                               c.name, rows.back()->name));
-        rows.push_back(&c);
+        if (e.first < 0)
+            e.first = event_slot(c.from);
+        e.last = event_slot(c.to);
     }
-    return rows;
+    return e;
 }
 
-// First and last event slots of each view of kComponents, computed once.
-struct ViewEnds {
-    int first, last;
-};
+// The events of a view's rows that are required (not optional).
+uint32_t required_events(View view, std::span<const ComponentDef> table) {
+    uint32_t m = 0;
+    for (const auto& c : table) {
+        if (c.depth != 0 || !in_view(c, view))
+            continue;
+        for (uint16_t ev : {c.from, c.to}) {
+            int s = event_slot(ev);
+            if (s >= 0 && !kEvents[s].optional)
+                m |= 1u << s;
+        }
+    }
+    return m;
+}
+
 ViewEnds ends_of(View view) {
     static const auto ends = [] {
         std::array<ViewEnds, 3> e{};
-        for (View v : {View::host_only, View::target_only, View::joined}) {
-            auto rows = chain_of(v, kComponents);
-            e[std::countr_zero(static_cast<unsigned>(v))] = {event_slot(rows.front()->from),
-                                                             event_slot(rows.back()->to)};
-        }
+        for (View v : {View::host_only, View::target_only, View::joined})
+            e[std::countr_zero(static_cast<unsigned>(v))] = table_ends(v, kComponents);
         return e;
     }();
     return ends[std::countr_zero(static_cast<unsigned>(view))];
@@ -232,6 +246,10 @@ void Assembler::push_host_rq(const nvmetrace_rec& rec, int slot) {
     const EventDef& ev = kEvents[slot];
     auto [it, fresh] = host_.try_emplace(host_key(rec));
     InFlight& f = it->second;
+    if (!fresh && ev.repeats && f.cmd.has(slot) && f.cmd.lba == rec.lba) {
+        counts_.repeats++;  // another R2T, H2C or C2H PDU: the first one counts
+        return;
+    }
     if (!fresh && (f.cmd.lba != rec.lba || ev.rank <= f.max_rank)) {
         // The tag was reused: the command before lost its last records.
         counts_.lost_end++;
@@ -277,6 +295,10 @@ void Assembler::push_target(const nvmetrace_rec& rec, int slot) {
     const EventDef& ev = kEvents[slot];
     auto [it, fresh] = target_.try_emplace(target_key(rec));
     InFlight& f = it->second;
+    if (!fresh && ev.repeats && f.cmd.has(slot) && f.cmd.lba == rec.lba) {
+        counts_.repeats++;
+        return;
+    }
     if (!fresh && (f.cmd.lba != rec.lba || ev.rank <= f.max_rank)) {
         counts_.lost_end++;
         fresh = true;
@@ -358,8 +380,56 @@ View view_of(const Command& cmd) {
     return target ? View::target_only : View::host_only;
 }
 
+std::vector<const ComponentDef*> path_of(View view, uint32_t present,
+                                         std::span<const ComponentDef> table, uint32_t* missing) {
+    const ViewEnds ends = table_ends(view, table);
+    if (ends.first < 0)
+        throw std::logic_error("no components for this view");
+    std::vector<const ComponentDef*> rows;
+    uint32_t miss = 0;
+    int cur = ends.first;
+    while (cur != ends.last) {
+        const ComponentDef* next = nullptr;
+        const ComponentDef* fallback = nullptr;
+        for (const auto& c : table) {
+            if (c.depth != 0 || !in_view(c, view) || event_slot(c.from) != cur)
+                continue;
+            int to = event_slot(c.to);
+            if (to < 0)
+                throw std::logic_error(fmt::format("component '{}': unknown event", c.name));
+            if (present >> to & 1u) {
+                next = &c;
+                break;
+            }
+            if (!fallback && !kEvents[to].optional)
+                fallback = &c;
+        }
+        if (!next)
+            next = fallback;
+        if (!next || rows.size() >= kMaxEvents)
+            throw std::logic_error(
+                fmt::format("no component leads on from '{}'", kEvents[cur].name));
+        rows.push_back(next);
+        cur = event_slot(next->to);
+        if (cur != ends.last && !(present >> cur & 1u))
+            miss |= 1u << cur;
+    }
+    if (missing)
+        *missing = miss;
+    return rows;
+}
+
+uint32_t layout_key(View view, uint32_t present, std::span<const ComponentDef> table) {
+    uint32_t key = 0;
+    for (const auto* r : path_of(view, present, table)) {
+        key |= 1u << event_slot(r->from);
+        key |= 1u << event_slot(r->to);
+    }
+    return key & present;
+}
+
 uint32_t interior_boundaries(View view, std::span<const ComponentDef> table) {
-    auto rows = chain_of(view, table);
+    auto rows = path_of(view, required_events(view, table), table);
     uint32_t mask = 0;
     for (size_t i = 1; i < rows.size(); i++)
         mask |= 1u << event_slot(rows[i]->from);
@@ -367,13 +437,18 @@ uint32_t interior_boundaries(View view, std::span<const ComponentDef> table) {
 }
 
 uint32_t missing_boundaries(const Command& cmd, std::span<const ComponentDef> table) {
-    return interior_boundaries(view_of(cmd), table) & ~cmd.present;
+    uint32_t missing = 0;
+    path_of(view_of(cmd), cmd.present, table, &missing);
+    return missing;
 }
 
 Layout make_layout(View view, uint32_t missing_mask, std::span<const ComponentDef> table) {
-    auto rows = chain_of(view, table);
-    if (rows.empty())
-        throw std::logic_error("no components for this view");
+    return layout_for(view, required_events(view, table) & ~missing_mask, table);
+}
+
+Layout layout_for(View view, uint32_t present, std::span<const ComponentDef> table) {
+    uint32_t missing_mask = 0;
+    auto rows = path_of(view, present, table, &missing_mask);
     Layout l;
     l.view = view;
     l.first_slot = event_slot(rows.front()->from);
@@ -447,19 +522,24 @@ Layout make_layout(View view, uint32_t missing_mask, std::span<const ComponentDe
     for (size_t i = 0; i < l.segments.size(); i++)
         l.segments[i].stage = group_of_root[find(id(seg_stages[i].front()))];
 
-    size_t row = 0;
+    // Details: after the last row of the path before them in the table.
+    const ComponentDef* last_row = nullptr;
     for (const auto& c : table) {
-        if (!(c.views & static_cast<uint8_t>(view)))
+        if (!in_view(c, view))
             continue;
         if (c.depth == 0) {
-            row++;
+            if (std::find(rows.begin(), rows.end(), &c) != rows.end())
+                last_row = &c;
             continue;
         }
-        if (row == 0 || event_slot(c.from) < 0 || event_slot(c.to) < 0)
-            throw std::logic_error(
-                fmt::format("detail '{}': no row before it, or unknown event", c.name));
+        if (event_slot(c.from) < 0 || event_slot(c.to) < 0)
+            throw std::logic_error(fmt::format("detail '{}': unknown event", c.name));
+        if (!last_row)
+            continue;
+        size_t row =
+            static_cast<size_t>(std::find(rows.begin(), rows.end(), last_row) - rows.begin());
         l.details.push_back(
-            {std::string(c.name), event_slot(c.from), event_slot(c.to), seg_of_row[row - 1]});
+            {std::string(c.name), event_slot(c.from), event_slot(c.to), seg_of_row[row]});
     }
     return l;
 }

@@ -52,6 +52,15 @@ struct EventDef {
     Side side;
     uint8_t rank;  // order within its side: a smaller rank after a larger one
                    // on the same key means the key was reused
+    // A transport event: not every command has one (reads have no R2T, a read
+    // completing on the C2H SUCCESS flag has no response capsule) and the
+    // transport may not be nvme-tcp at all.  Its absence picks other
+    // components (kComponents); it is never a "missing" boundary.
+    bool optional = false;
+    // May be recorded several times for one command (several R2Ts, H2C or
+    // C2H PDUs): the first one is kept, the others neither overwrite it nor
+    // look like a reused key.
+    bool repeats = false;
 };
 
 inline constexpr EventDef kEvents[] = {
@@ -59,14 +68,20 @@ inline constexpr EventDef kEvents[] = {
     {NVMETRACE_EV_RQ_INSERT, "block_rq_insert", Side::host, 1},
     {NVMETRACE_EV_NVME_SETUP, "nvme_setup_cmd", Side::host, 2},
     {NVMETRACE_EV_RQ_ISSUE, "block_rq_issue", Side::host, 3},
-    {NVMETRACE_EV_NVME_COMPLETE, "nvme_complete_rq", Side::host, 4},
-    {NVMETRACE_EV_RQ_COMPLETE, "block_rq_complete", Side::host, 5},
+    {NVMETRACE_EV_NVME_COMPLETE, "nvme_complete_rq", Side::host, 9},
+    {NVMETRACE_EV_RQ_COMPLETE, "block_rq_complete", Side::host, 10},
     {NVMETRACE_EV_NVMET_INIT, "nvmet_req_init", Side::target, 0},
     {NVMETRACE_EV_NVMET_EXEC, "nvmet_bdev_execute_rw", Side::target, 1},
     {NVMETRACE_EV_NVMET_BIO_DONE, "nvmet_bio_done", Side::target, 2},
     {NVMETRACE_EV_NVMET_COMPLETE, "nvmet_req_complete", Side::target, 3},
+    // nvme-tcp host (kmod/hooks.c)
+    {NVMETRACE_EV_TCP_CMD_SEND, "nvme_tcp_try_send (command PDU)", Side::host, 4, true},
+    {NVMETRACE_EV_TCP_R2T_RECV, "nvme_tcp_recv_skb (R2T)", Side::host, 5, true, true},
+    {NVMETRACE_EV_TCP_H2C_SEND, "nvme_tcp_try_send (H2C data)", Side::host, 6, true, true},
+    {NVMETRACE_EV_TCP_C2H_RECV, "nvme_tcp_recv_skb (C2H data)", Side::host, 7, true, true},
+    {NVMETRACE_EV_TCP_RSP_RECV, "nvme_tcp_recv_skb (response)", Side::host, 8, true},
 };
-inline constexpr size_t kMaxEvents = 16;  // Command::ts capacity
+inline constexpr size_t kMaxEvents = 32;  // Command::ts capacity, bits of Command::present
 static_assert(std::size(kEvents) <= kMaxEvents);
 
 // Slot of an event in kEvents, or -1 for an event this build does not know.
@@ -143,6 +158,7 @@ struct AssemblyCounts {
                                          // (merged into another request, or lost)
     uint64_t inserts_unmatched = 0;      // untagged block_rq_insert never followed by its request
     uint64_t multipath_duplicates = 0;   // path-disk block_bio_queue of a head bio
+    uint64_t repeats = 0;                // further records of a repeating event (EventDef)
     uint64_t first_ts = 0, last_ts = 0;  // of all records
 
     uint64_t incomplete() const { return cut_start + cut_end + lost_end; }
@@ -226,11 +242,16 @@ void merge_by_ts(std::span<const std::span<const nvmetrace_rec>> streams,
 // Which sides a command has: decides which rows of kComponents apply.
 enum class View : uint8_t { host_only = 1, target_only = 2, joined = 4 };
 
-// A component: the time from one event to the next, in path order.  The
-// depth-0 rows of a view must form a chain (each row starts where the
-// previous one ends) from the view's first event to its last, so that they
-// sum to the end-to-end time; depth-1 rows are details inside a depth-0 row,
-// reported where both their events are present, and not summed.
+// A component: the time from one event to the next.  The depth-0 rows of a
+// view are the edges of its path, in order of preference: a command's path
+// starts at the `from` of the view's first row and ends at the `to` of its
+// last; from each event it follows the first row (in table order) whose `to`
+// the command has, or else the first whose `to` is a required (not
+// optional) event, which is then a missing boundary and merges the two
+// components around it.  So the components of each command tile its end to
+// end, whatever the transport recorded.  Depth-1 rows are details inside the
+// depth-0 row before them, reported where both their events are present, and
+// not summed.
 struct ComponentDef {
     std::string_view name;
     uint16_t from;  // enum nvmetrace_event
@@ -269,11 +290,35 @@ inline constexpr ComponentDef kComponents[] = {
      "host block layer", kHost | kJoined, 0},
     {"host driver, submission", NVMETRACE_EV_NVME_SETUP, NVMETRACE_EV_RQ_ISSUE, "host driver",
      kHost | kJoined, 0},
+    {"host driver, to the socket (nvme-tcp)", NVMETRACE_EV_RQ_ISSUE, NVMETRACE_EV_TCP_CMD_SEND,
+     "host driver", kHost | kJoined, 0},
     {"network and target (not recorded)", NVMETRACE_EV_RQ_ISSUE, NVMETRACE_EV_NVME_COMPLETE,
      "network and target (not recorded)", kHost, 0},
     // Joined host and target commands need one clock on both sides.
     {"network, submission (computed)", NVMETRACE_EV_RQ_ISSUE, NVMETRACE_EV_NVMET_INIT, "network",
      kJoined, 0},
+    // nvme-tcp host, target not recorded
+    {"net+target, to the R2T (not recorded)", NVMETRACE_EV_TCP_CMD_SEND, NVMETRACE_EV_TCP_R2T_RECV,
+     "network and target (not recorded)", kHost, 0},
+    {"net+target, to the data (not recorded)", NVMETRACE_EV_TCP_CMD_SEND, NVMETRACE_EV_TCP_C2H_RECV,
+     "network and target (not recorded)", kHost, 0},
+    {"network and target (not recorded)", NVMETRACE_EV_TCP_CMD_SEND, NVMETRACE_EV_TCP_RSP_RECV,
+     "network and target (not recorded)", kHost, 0},
+    {"network and target (not recorded)", NVMETRACE_EV_TCP_CMD_SEND, NVMETRACE_EV_NVME_COMPLETE,
+     "network and target (not recorded)", kHost, 0},
+    {"network: host send and target receive path", NVMETRACE_EV_TCP_CMD_SEND,
+     NVMETRACE_EV_NVMET_INIT, "network", kJoined, 0},
+    {"host driver, R2T to H2C data", NVMETRACE_EV_TCP_R2T_RECV, NVMETRACE_EV_TCP_H2C_SEND,
+     "host driver", kHost, 0},
+    {"net+target, after the R2T (not recorded)", NVMETRACE_EV_TCP_R2T_RECV,
+     NVMETRACE_EV_TCP_RSP_RECV, "network and target (not recorded)", kHost, 0},
+    {"net+target, after the R2T (not recorded)", NVMETRACE_EV_TCP_R2T_RECV,
+     NVMETRACE_EV_NVME_COMPLETE, "network and target (not recorded)", kHost, 0},
+    {"net+target, after the H2C (not recorded)", NVMETRACE_EV_TCP_H2C_SEND,
+     NVMETRACE_EV_TCP_RSP_RECV, "network and target (not recorded)", kHost, 0},
+    {"net+target, after the H2C (not recorded)", NVMETRACE_EV_TCP_H2C_SEND,
+     NVMETRACE_EV_NVME_COMPLETE, "network and target (not recorded)", kHost, 0},
+    // target
     {"target driver, submission", NVMETRACE_EV_NVMET_INIT, NVMETRACE_EV_NVMET_EXEC, "target driver",
      kTarget | kJoined, 0},
     {"storage: target block layer and drive", NVMETRACE_EV_NVMET_EXEC, NVMETRACE_EV_NVMET_BIO_DONE,
@@ -282,6 +327,13 @@ inline constexpr ComponentDef kComponents[] = {
      "target driver", kTarget | kJoined, 0},
     {"network, completion (computed)", NVMETRACE_EV_NVMET_COMPLETE, NVMETRACE_EV_NVME_COMPLETE,
      "network", kJoined, 0},
+    // nvme-tcp host receive path
+    {"network: host receive path, C2H data", NVMETRACE_EV_TCP_C2H_RECV, NVMETRACE_EV_TCP_RSP_RECV,
+     "network", kHost | kJoined, 0},
+    {"network: host receive path, C2H+SUCCESS", NVMETRACE_EV_TCP_C2H_RECV,
+     NVMETRACE_EV_NVME_COMPLETE, "network", kHost | kJoined, 0},
+    {"host driver, completion", NVMETRACE_EV_TCP_RSP_RECV, NVMETRACE_EV_NVME_COMPLETE,
+     "host driver", kHost | kJoined, 0},
     {"host block layer, completion", NVMETRACE_EV_NVME_COMPLETE, NVMETRACE_EV_RQ_COMPLETE,
      "host block layer", kHost | kJoined, 0},
 };
@@ -321,18 +373,33 @@ struct Layout {
     bool complete() const { return missing_mask == 0; }
 };
 
-// The inner boundaries of a view's chain (slot bits): all but its first and
-// last event.
+// The path of a command of `view` that has the events in `present` (slot
+// bits), as rows of `table`; *missing gets the required boundaries it went
+// through without a record.  Throws std::logic_error if the table has no
+// path for it, or names an unknown event or stage.
+std::vector<const ComponentDef*> path_of(View view, uint32_t present,
+                                         std::span<const ComponentDef> table,
+                                         uint32_t* missing = nullptr);
+
+// The events of `present` that shape a command's layout: those on its path.
+// Commands with the same view and key have the same layout.
+uint32_t layout_key(View view, uint32_t present, std::span<const ComponentDef> table);
+
+// The layout of a command of `view` with the events `present` (a
+// layout_key()).
+Layout layout_for(View view, uint32_t present, std::span<const ComponentDef> table);
+
+// The inner boundaries of a view's path when only its required events are
+// recorded (slot bits): all but its first and last event.
 uint32_t interior_boundaries(View view, std::span<const ComponentDef> table);
 
-// The boundaries of cmd's view that cmd has no record of (slot bits); a
-// command missing its view's first or last event never reaches this point
-// (the Assembler counts it as incomplete).
+// The required boundaries on cmd's path that cmd has no record of (slot
+// bits); a command missing its view's first or last event never reaches this
+// point (the Assembler counts it as incomplete).
 uint32_t missing_boundaries(const Command& cmd, std::span<const ComponentDef> table);
 
-// The layout of `view` with the boundaries in `missing_mask` merged away.
-// Throws std::logic_error if the table's depth-0 rows for `view` are not a
-// chain, or name an unknown event or stage.
+// The layout of `view` with only required events, those in `missing_mask`
+// merged away.
 Layout make_layout(View view, uint32_t missing_mask, std::span<const ComponentDef> table);
 
 }  // namespace nvmetrace

@@ -1,7 +1,10 @@
 #include "btf_layout.h"
 
+#include <linux/nvmetrace.h>
+
 #include <cerrno>
 #include <cstring>
+#include <iterator>
 #include <utility>
 
 #include <bpf/btf.h>
@@ -139,6 +142,59 @@ std::optional<NvmetLayout> BtfLayout::nvmet() {
             return std::nullopt;
         }
         out.*(w.dst) = *loc;
+    }
+    return out;
+}
+
+std::optional<uint32_t> BtfLayout::struct_size(const std::string& struct_name) {
+    if (!ok())
+        return std::nullopt;
+    __s32 id = btf__find_by_name_kind(module_btf_, struct_name.c_str(), BTF_KIND_STRUCT);
+    if (id < 0) {
+        error_ = fmt::format("struct {} not in BTF", struct_name);
+        return std::nullopt;
+    }
+    return btf__type_by_id(module_btf_, id)->size;
+}
+
+std::optional<NvmeTcpLayout> BtfLayout::nvme_tcp() {
+    struct Want {
+        const char* st;
+        const char* mem;  // nullptr: the struct's size
+        uint32_t size;    // 0: any
+    };
+    // NVMETRACE_L_TCP_* order; the sizes are what kmod/hooks.c reads.
+    static const Want wants[] = {
+        {"nvme_tcp_queue", "request", 8},        {"nvme_tcp_queue", "send_list", 16},
+        {"nvme_tcp_queue", "req_list", 8},       {"nvme_tcp_queue", "pdu", 8},
+        {"nvme_tcp_queue", "pdu_remaining", 4},  {"nvme_tcp_queue", "pdu_offset", 4},
+        {"nvme_tcp_queue", "data_remaining", 8}, {"nvme_tcp_queue", "ddgst_remaining", 8},
+        {"nvme_tcp_queue", "data_digest", 1},    {"nvme_tcp_queue", "ctrl", 8},
+        {"nvme_tcp_queue", nullptr, 0},          {"nvme_tcp_ctrl", "queues", 8},
+        {"nvme_tcp_ctrl", "tag_set", 0},         {"nvme_tcp_request", "entry", 16},
+        {"nvme_tcp_request", "lentry", 8},       {"nvme_tcp_request", "state", 4},
+        {"nvme_tcp_request", "offset", 8},
+    };
+    static_assert(std::size(wants) ==
+                  NVMETRACE_L_TCP_REQ_OFFSET - NVMETRACE_L_TCP_QUEUE_REQUEST + 1);
+    NvmeTcpLayout out;
+    for (const auto& w : wants) {
+        if (!w.mem) {
+            auto sz = struct_size(w.st);
+            if (!sz)
+                return std::nullopt;
+            out.offsets.push_back(*sz);
+            continue;
+        }
+        auto loc = member(w.st, w.mem);
+        if (!loc)
+            return std::nullopt;
+        if (w.size && loc->size != w.size) {
+            error_ = fmt::format("{}.{} is {} bytes in this kernel, nvmetrace reads {}", w.st,
+                                 w.mem, loc->size, w.size);
+            return std::nullopt;
+        }
+        out.offsets.push_back(loc->offset);
     }
     return out;
 }

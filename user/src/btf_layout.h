@@ -21,6 +21,13 @@ struct NvmetLayout {
     FieldLoc req_cmd, req_cqe, req_sq, sq_ctrl, sq_qid, ctrl_cntlid;
 };
 
+// The nvme-tcp host fields its hooks read, in NVMETRACE_L_TCP_* order
+// (queue.request ... request.offset; see the UAPI header).  queue_size is
+// sizeof(struct nvme_tcp_queue), not a member.
+struct NvmeTcpLayout {
+    std::vector<uint32_t> offsets;  // NVMETRACE_L_TCP_QUEUE_REQUEST + i
+};
+
 // Looks up struct members in /sys/kernel/btf/vmlinux + /sys/kernel/btf/<module>
 // (or files given for tests). Errors are returned as text, never thrown past.
 class BtfLayout {
@@ -44,6 +51,12 @@ public:
 
     // All six nvmet fields, with sizes checked (pointers 8, qid/cntlid 2).
     std::optional<NvmetLayout> nvmet();
+
+    // Size of a struct, nullopt and error() set when absent.
+    std::optional<uint32_t> struct_size(const std::string& struct_name);
+
+    // The nvme-tcp host group (module BTF "nvme_tcp"), sizes checked.
+    std::optional<NvmeTcpLayout> nvme_tcp();
 
 private:
     BtfLayout() = default;

@@ -364,15 +364,23 @@ State GenlClient::start(const StartArgs& args) {
     }
     if (!ok)
         throw Error(fmt::format("START: too many devices ({}) for one request", args.devs.size()));
-    if (!args.layout.empty()) {
-        if (args.layout.size() != NVMETRACE_L_MAX)
-            throw Error(fmt::format("START: the layout needs {} offsets, got {}", NVMETRACE_L_MAX,
-                                    args.layout.size()));
+    constexpr size_t kNvmetOffsets = NVMETRACE_L_CTRL_CNTLID - NVMETRACE_L_REQ_CMD + 1;
+    constexpr size_t kTcpOffsets = NVMETRACE_L_TCP_REQ_OFFSET - NVMETRACE_L_TCP_QUEUE_REQUEST + 1;
+    if (!args.layout.empty() && args.layout.size() != kNvmetOffsets)
+        throw Error(fmt::format("START: the nvmet layout needs {} offsets, got {}", kNvmetOffsets,
+                                args.layout.size()));
+    if (!args.tcp_layout.empty() && args.tcp_layout.size() != kTcpOffsets)
+        throw Error(fmt::format("START: the nvme-tcp layout needs {} offsets, got {}", kTcpOffsets,
+                                args.tcp_layout.size()));
+    if (!args.layout.empty() || !args.tcp_layout.empty()) {
         nlattr* lay = nla_nest_start(msg.get(), NVMETRACE_A_LAYOUT | NLA_F_NESTED);
         ok = lay != nullptr;
         for (size_t i = 0; ok && i < args.layout.size(); i++)
             ok = nla_put_u32(msg.get(), static_cast<int>(NVMETRACE_L_REQ_CMD + i),
                              args.layout[i]) == 0;
+        for (size_t i = 0; ok && i < args.tcp_layout.size(); i++)
+            ok = nla_put_u32(msg.get(), static_cast<int>(NVMETRACE_L_TCP_QUEUE_REQUEST + i),
+                             args.tcp_layout[i]) == 0;
         ok = ok && nla_nest_end(msg.get(), lay) >= 0;
         if (!ok)
             throw Error("START: cannot build the layout attribute");
@@ -422,7 +430,8 @@ std::vector<HookInfo> GenlClient::get_hooks() {
                 .error = tb[NVMETRACE_A_HOOK_ERROR]
                              ? static_cast<int32_t>(nla_get_u32(tb[NVMETRACE_A_HOOK_ERROR]))
                              : 0,
-                .hits = need_u64(tb, NVMETRACE_A_HOOK_HITS, cmd),
+                .hits = tb[NVMETRACE_A_HOOK_HITS] ? nla_get_u64(tb[NVMETRACE_A_HOOK_HITS]) : 0,
+                .role = tb[NVMETRACE_A_ROLE] ? nla_get_u32(tb[NVMETRACE_A_ROLE]) : 0,
             });
         }
     };

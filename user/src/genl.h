@@ -54,6 +54,9 @@ struct StartArgs {
     // nvmet's private offsets (NVMETRACE_L_* order: req.cmd, req.cqe, req.sq,
     // sq.ctrl, sq.qid, ctrl.cntlid), from BTF; required for the target role.
     std::vector<uint32_t> layout;
+    // nvme-tcp's (NVMETRACE_L_TCP_QUEUE_REQUEST .. _TCP_REQ_OFFSET order),
+    // from BTF; empty: the nvme-tcp hooks are refused.
+    std::vector<uint32_t> tcp_layout;
 };
 
 // One NVMETRACE_A_HOOK nest of the GET_HOOKS dump.
@@ -63,6 +66,7 @@ struct HookInfo {
     uint32_t state = 0;  // enum nvmetrace_hook_state
     int32_t error = 0;   // -errno of the last failed attach, 0 if none
     uint64_t hits = 0;
+    uint32_t role = 0;  // NVMETRACE_ROLE_* the hook serves
 };
 
 class GenlClient {

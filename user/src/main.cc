@@ -3,6 +3,7 @@
 // Exit status: 0 success, 1 error (one line on stderr), 2 usage error.
 #include "error.h"
 #include "genl.h"
+#include "probe.h"
 #include "record.h"
 #include "status.h"
 #include "version.h"
@@ -79,6 +80,14 @@ int run(int argc, char** argv) {
                        "Host namespace to trace (default: every NVMe-oF one)");
     record->add_flag("--detail", rec.detail, "Print the component table in the summary");
 
+    ProbeOptions probe_opts;
+    CLI::App* probe = app.add_subcommand("probe", "Which hooks can attach on this kernel");
+    probe->add_option("-r,--role", probe_opts.roles, "host and/or target")
+        ->required()
+        ->check(CLI::IsMember({"host", "target"}));
+    probe->add_option("-t,--transport", probe_opts.transport, "tcp or rdma")
+        ->check(CLI::IsMember({"tcp", "rdma"}));
+
     CLI::App* stop =
         app.add_subcommand("stop", "Stop a recording (one whose recorder is gone stops by itself)");
 
@@ -113,6 +122,8 @@ int run(int argc, char** argv) {
         return cmd_status(json);
     if (record->parsed())
         return run_record(rec);
+    if (probe->parsed())
+        return run_probe(probe_opts);
     if (stop->parsed()) {
         GenlClient client;
         client.stop();

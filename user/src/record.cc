@@ -19,6 +19,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <optional>
 
 #include <fmt/core.h>
 
@@ -71,6 +72,30 @@ std::string role_name(uint32_t mask) {
 
 std::string sampling_words(uint32_t n) {
     return n == 1 ? "every command" : fmt::format("1 of {} commands", n);
+}
+
+// Hooks asked for that do not run (their function is absent or inlined in
+// this kernel, their module is not loaded, their layout is unknown): their
+// components are merged with their neighbours', never made up.
+void report_hooks(GenlClient& genl) {
+    for (const auto& h : genl.get_hooks()) {
+        const char* why = nullptr;
+        switch (h.state) {
+            case NVMETRACE_HOOK_WAITING:
+                why = "WAITING (its module is not loaded, or the function is not in it)";
+                break;
+            case NVMETRACE_HOOK_ABSENT:
+                why = "ABSENT in this kernel";
+                break;
+            case NVMETRACE_HOOK_FAILED:
+                why = h.error == -ENODATA ? "FAILED: its struct layout is unknown (BTF)" : "FAILED";
+                break;
+            default:
+                break;
+        }
+        if (why)
+            fmt::print(stderr, "nvmetrace: hook {}: {} (error {})\n", h.name, why, h.error);
+    }
 }
 
 }  // namespace
@@ -138,6 +163,21 @@ int run_record(const RecordOptions& opts) {
         target_ns = find_target_namespaces();
     }
 
+    // Host: nvme-tcp's private layout, for its transport hooks.  Without it
+    // (nvme_tcp not loaded, no module BTF) those hooks stay off and the
+    // analysis merges the components they would have split.
+    if (role & NVMETRACE_ROLE_HOST) {
+        BtfLayout btf = BtfLayout::load("nvme_tcp");
+        std::optional<NvmeTcpLayout> l;
+        if (btf.ok())
+            l = btf.nvme_tcp();
+        if (l) {
+            start.tcp_layout = l->offsets;
+        } else {
+            fmt::print(stderr, "nvmetrace: nvme-tcp transport hooks off: {}\n", btf.error());
+        }
+    }
+
     RingReader rings = RingReader::open(opts.device_node, status.rings);
     // Whatever an earlier recording left in the rings is not ours.
     rings.drain([](uint32_t, std::span<const nvmetrace_rec>) {});
@@ -155,7 +195,11 @@ int run_record(const RecordOptions& opts) {
     meta.command_line = opts.command_line;
     meta.devices = devices_to_json(host_ns, target_ns);
 
-    RecordingWriter writer = RecordingWriter::open(opts.output);
+    // A block at least every second: a recorder killed or a machine that
+    // loses power keeps all but the last second.
+    RecordingWriterOptions wopts;
+    wopts.flush_interval = std::chrono::seconds(1);
+    RecordingWriter writer = RecordingWriter::open(opts.output, wopts);
     writer.write_meta(meta);
 
     DeviceTable table;
@@ -180,6 +224,7 @@ int run_record(const RecordOptions& opts) {
 
     install_signals();
     genl.start(start);
+    report_hooks(genl);
     const uint64_t t0 = monotonic_ns();
     fmt::print("nvmetrace: profiling as {}, sampling {}, saving records; Ctrl-C to stop\n",
                meta.role, sampling_words(opts.sample));

@@ -240,7 +240,9 @@ nlohmann::json summary_json(const Summary& s, const AssemblyCounts& counts,
                                         {"mean_us", c.mean_us},
                                         {"avg_qd", c.avg_qd},
                                         {"p50_us", c.p50_us},
-                                        {"p99_us", c.p99_us}});
+                                        {"p99_us", c.p99_us},
+                                        {"min_us", c.min_us},
+                                        {"negative", c.negative}});
         j["groups"].push_back(std::move(jg));
     }
     j["records"] = {
@@ -254,7 +256,8 @@ nlohmann::json summary_json(const Summary& s, const AssemblyCounts& counts,
                      {"lost_end", counts.lost_end},
                      {"bios_unmatched", counts.bios_unmatched},
                      {"inserts_unmatched", counts.inserts_unmatched},
-                     {"multipath_duplicates", counts.multipath_duplicates}};
+                     {"multipath_duplicates", counts.multipath_duplicates},
+                     {"repeated_records", counts.repeats}};
     return j;
 }
 

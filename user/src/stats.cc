@@ -111,18 +111,10 @@ struct Stats::Group {
     std::vector<int64_t> i_segments;
 };
 
-namespace {
-size_t view_index(View v) {
-    return static_cast<size_t>(std::countr_zero(static_cast<unsigned>(v)));
-}
-}  // namespace
-
 Stats::Stats(const DeviceTable& devices, Options opts, IntervalSink sink)
     : devices_(devices), opts_(opts), sink_(std::move(sink)) {
     if (opts_.sample_n == 0)
         opts_.sample_n = 1;
-    for (View v : {View::host_only, View::target_only, View::joined})
-        interior_[view_index(v)] = interior_boundaries(v, opts_.table);
 }
 
 Stats::~Stats() = default;
@@ -136,13 +128,14 @@ Stats::Group& Stats::group_for(const Command& cmd) {
             cmd.side == Side::host ? cmd.dev : 0,
             cmd.side == Side::target ? cmd.nsid : 0,
             view,
-            interior_[view_index(view)] & ~cmd.present};
+            missing_boundaries(cmd, opts_.table),
+            layout_key(view, cmd.present, opts_.table)};
     if (last_ && key.tie() == last_key_.tie())
         return *last_;
     auto& slot = groups_[key];
     if (!slot) {
         auto g = std::make_unique<Group>();
-        g->layout = make_layout(view, key.missing, opts_.table);
+        g->layout = layout_for(view, key.present, opts_.table);
         g->op = cmd.op;
         g->side = cmd.side;
         g->size = cmd.size;
@@ -318,6 +311,8 @@ Summary Stats::summary(uint64_t duration_ns) const {
             c.avg_qd = rate_of(a.n) * c.mean_us / 1e6;
             c.p50_us = a.hist.quantile(0.50) / 1e3;
             c.p99_us = a.hist.quantile(0.99) / 1e3;
+            c.min_us = a.n ? static_cast<double>(a.min) / 1e3 : 0;
+            c.negative = a.negative;
             return c;
         };
         for (size_t j = 0; j < l.segments.size(); j++) {

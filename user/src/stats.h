@@ -12,6 +12,7 @@
 
 #include <stdint.h>
 
+#include <algorithm>
 #include <array>
 #include <functional>
 #include <map>
@@ -60,11 +61,15 @@ private:
 struct Accumulator {
     uint64_t n = 0;
     int64_t sum = 0;  // ns; exact
+    int64_t min = INT64_MAX;
+    uint64_t negative = 0;  // values below 0: events out of causal order
     Histogram hist;
 
     void add(int64_t v) {
         n++;
         sum += v;
+        min = std::min(min, v);
+        negative += v < 0;
         hist.add(v);
     }
     double mean_us() const { return n ? static_cast<double>(sum) / n / 1e3 : 0.0; }
@@ -88,6 +93,8 @@ struct ComponentSummary {
     bool merged = false;
     uint64_t n = 0;
     double mean_us = 0, avg_qd = 0, p50_us = 0, p99_us = 0;
+    double min_us = 0;      // the smallest of one command
+    uint64_t negative = 0;  // commands for which it came out negative
 };
 
 struct GroupSummary {
@@ -179,9 +186,10 @@ private:
         uint32_t dev;   // host
         uint32_t nsid;  // target
         View view;
-        uint32_t missing;
+        uint32_t missing;  // required boundaries on its path with no record
+        uint32_t present;  // layout_key(): the events on the command's path
         auto tie() const {
-            return std::tie(op, size_in_blocks, size, side, dev, nsid, view, missing);
+            return std::tie(op, size_in_blocks, size, side, dev, nsid, view, missing, present);
         }
         bool operator<(const Key& o) const { return tie() < o.tie(); }
     };
@@ -196,7 +204,6 @@ private:
     std::map<Key, std::unique_ptr<Group>> groups_;
     Group* last_ = nullptr;  // most commands go to the group of the one before
     Key last_key_{};
-    std::array<uint32_t, 3> interior_{};  // per view: its inner boundaries (slot bits)
     uint64_t commands_ = 0, failed_ = 0;
     uint64_t first_ts_ = UINT64_MAX, last_ts_ = 0;
     uint64_t origin_ = 0, interval_start_ = 0;

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <random>
 #include <stdexcept>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -245,7 +247,7 @@ TEST_F(AssemblerTest, TargetCommandInBlocks) {
 
 TEST_F(AssemblerTest, UnknownEventsAreCountedAndIgnored) {
     nvmetrace_rec r = host(NVMETRACE_EV_RQ_ISSUE, 5, 1, 1);
-    r.event = 64;  // a transport event this build does not know
+    r.event = 250;  // an event this build does not know
     assembler.push(r);
     EXPECT_EQ(assembler.counts().records_unknown, 1u);
     EXPECT_EQ(assembler.in_flight(), 0u);
@@ -391,6 +393,147 @@ TEST(Layout, ComponentsAndStagesSumToEndToEndForEveryCommand) {
             st += v;
         ASSERT_EQ(seg_sum, e2e);
         ASSERT_EQ(st, e2e);
+    }
+}
+
+// ----------------------------------------------------------------- nvme-tcp
+
+// The host records of one nvme-tcp command: bio, setup, issue, the
+// transport events given as (event, ts offset), completion, block completion.
+std::vector<nvmetrace_rec> tcp_command(uint64_t t0, uint16_t tag, uint64_t lba, bool write,
+                                       std::vector<std::pair<uint16_t, uint64_t>> transport,
+                                       uint64_t complete_at) {
+    std::vector<nvmetrace_rec> r{bio(t0, lba, kNvme0n1, write),
+                                 host(NVMETRACE_EV_NVME_SETUP, t0 + 1000, tag, lba, write),
+                                 host(NVMETRACE_EV_RQ_ISSUE, t0 + 2000, tag, lba, write)};
+    for (auto [ev, dt] : transport)
+        r.push_back(host(ev, t0 + dt, tag, lba, write));
+    r.push_back(host(NVMETRACE_EV_NVME_COMPLETE, t0 + complete_at, tag, lba, write));
+    r.push_back(host(NVMETRACE_EV_RQ_COMPLETE, t0 + complete_at + 500, tag, lba, write));
+    return r;
+}
+
+std::vector<std::string> names(const Layout& l) {
+    std::vector<std::string> n;
+    for (const auto& s : l.segments)
+        n.push_back(s.name);
+    return n;
+}
+
+// Sum of a command's segments: must be its end to end.
+int64_t segment_sum(const Command& c, const Layout& l) {
+    int64_t sum = 0;
+    for (const auto& s : l.segments) {
+        EXPECT_TRUE(c.has(s.from_slot) && c.has(s.to_slot)) << s.name;
+        sum += static_cast<int64_t>(c.at(s.to_slot) - c.at(s.from_slot));
+    }
+    return sum;
+}
+
+TEST_F(AssemblerTest, TcpReadPath) {
+    feed(tcp_command(0, 3, 100, false,
+                     {{NVMETRACE_EV_TCP_CMD_SEND, 3000},
+                      {NVMETRACE_EV_TCP_C2H_RECV, 40'000},
+                      {NVMETRACE_EV_TCP_RSP_RECV, 41'000}},
+                     42'000));
+    ASSERT_EQ(out.size(), 1u);
+    const Command& c = out[0];
+    Layout l = layout_for(view_of(c), layout_key(view_of(c), c.present, kComponents), kComponents);
+    EXPECT_TRUE(l.complete());
+    EXPECT_EQ(names(l),
+              (std::vector<std::string>{
+                  "host block layer, submission", "host driver, submission",
+                  "host driver, to the socket (nvme-tcp)", "net+target, to the data (not recorded)",
+                  "network: host receive path, C2H data", "host driver, completion",
+                  "host block layer, completion"}));
+    EXPECT_EQ(segment_sum(c, l), 42'500);
+}
+
+// Several R2Ts (and H2C PDUs) for one write: the first of each is kept, the
+// command is neither cut nor taken for a reused tag.
+TEST_F(AssemblerTest, TcpWriteWithSeveralR2Ts) {
+    feed(tcp_command(0, 5, 200, true,
+                     {{NVMETRACE_EV_TCP_CMD_SEND, 3000},
+                      {NVMETRACE_EV_TCP_R2T_RECV, 10'000},
+                      {NVMETRACE_EV_TCP_H2C_SEND, 11'000},
+                      {NVMETRACE_EV_TCP_R2T_RECV, 20'000},
+                      {NVMETRACE_EV_TCP_H2C_SEND, 21'000},
+                      {NVMETRACE_EV_TCP_R2T_RECV, 30'000},
+                      {NVMETRACE_EV_TCP_H2C_SEND, 31'000},
+                      {NVMETRACE_EV_TCP_RSP_RECV, 60'000}},
+                     61'000));
+    ASSERT_EQ(out.size(), 1u);
+    EXPECT_EQ(assembler.counts().lost_end, 0u);
+    EXPECT_EQ(assembler.counts().repeats, 4u);
+    const Command& c = out[0];
+    EXPECT_EQ(c.op, Op::write);
+    EXPECT_EQ(c.at(slot(NVMETRACE_EV_TCP_R2T_RECV)), 10'000u);
+    EXPECT_EQ(c.at(slot(NVMETRACE_EV_TCP_H2C_SEND)), 11'000u);
+    Layout l = layout_for(view_of(c), layout_key(view_of(c), c.present, kComponents), kComponents);
+    EXPECT_TRUE(l.complete());
+    EXPECT_EQ(names(l),
+              (std::vector<std::string>{
+                  "host block layer, submission", "host driver, submission",
+                  "host driver, to the socket (nvme-tcp)", "net+target, to the R2T (not recorded)",
+                  "host driver, R2T to H2C data", "net+target, after the H2C (not recorded)",
+                  "host driver, completion", "host block layer, completion"}));
+    EXPECT_EQ(segment_sum(c, l), 61'500);
+}
+
+// A read that completes on the C2H SUCCESS flag has no response capsule: its
+// own component, and nothing reported missing.
+TEST_F(AssemblerTest, TcpReadCompletingOnC2hSuccess) {
+    feed(tcp_command(0, 9, 300, false,
+                     {{NVMETRACE_EV_TCP_CMD_SEND, 3000}, {NVMETRACE_EV_TCP_C2H_RECV, 40'000}},
+                     45'000));
+    ASSERT_EQ(out.size(), 1u);
+    const Command& c = out[0];
+    EXPECT_EQ(missing_boundaries(c, kComponents), 0u);
+    Layout l = layout_for(view_of(c), layout_key(view_of(c), c.present, kComponents), kComponents);
+    EXPECT_TRUE(l.complete());
+    EXPECT_TRUE(l.missing.empty());
+    ASSERT_EQ(l.segments.size(), 6u);
+    EXPECT_EQ(l.segments[4].name, "network: host receive path, C2H+SUCCESS");
+    EXPECT_EQ(segment_sum(c, l), 45'500);
+}
+
+// Transport events that are absent (another transport, or a hook that could
+// not attach) pick the coarser components; a missing required one still
+// merges its neighbours.
+TEST(Layout, OptionalEventsNeverMissing) {
+    uint32_t base = 0;
+    for (uint16_t ev : {NVMETRACE_EV_BIO_QUEUE, NVMETRACE_EV_NVME_SETUP, NVMETRACE_EV_RQ_ISSUE,
+                        NVMETRACE_EV_NVME_COMPLETE, NVMETRACE_EV_RQ_COMPLETE})
+        base |= 1u << event_slot(ev);
+    Layout plain = layout_for(View::host_only, base, kComponents);
+    EXPECT_TRUE(plain.complete());
+    EXPECT_EQ(plain.segments.size(), 4u);
+    uint32_t send = base | 1u << event_slot(NVMETRACE_EV_TCP_CMD_SEND);
+    uint32_t no_complete = send & ~(1u << event_slot(NVMETRACE_EV_NVME_COMPLETE));
+    Layout merged = layout_for(View::host_only, no_complete, kComponents);
+    ASSERT_EQ(merged.missing.size(), 1u);
+    EXPECT_EQ(merged.missing[0], "nvme_complete_rq");
+}
+
+// Every combination of transport events has a path, and its components tile
+// the command.
+TEST(Layout, EveryTransportShapeHasAPath) {
+    const uint16_t optional[] = {NVMETRACE_EV_TCP_CMD_SEND, NVMETRACE_EV_TCP_R2T_RECV,
+                                 NVMETRACE_EV_TCP_H2C_SEND, NVMETRACE_EV_TCP_C2H_RECV,
+                                 NVMETRACE_EV_TCP_RSP_RECV};
+    uint32_t base = 0;
+    for (uint16_t ev : {NVMETRACE_EV_BIO_QUEUE, NVMETRACE_EV_NVME_SETUP, NVMETRACE_EV_RQ_ISSUE,
+                        NVMETRACE_EV_NVME_COMPLETE, NVMETRACE_EV_RQ_COMPLETE})
+        base |= 1u << event_slot(ev);
+    for (uint32_t m = 0; m < 1u << std::size(optional); m++) {
+        uint32_t present = base;
+        for (size_t i = 0; i < std::size(optional); i++)
+            if (m >> i & 1u)
+                present |= 1u << event_slot(optional[i]);
+        Layout l = layout_for(View::host_only, present, kComponents);
+        EXPECT_TRUE(l.complete()) << m;
+        for (size_t i = 1; i < l.segments.size(); i++)
+            EXPECT_EQ(l.segments[i - 1].to_slot, l.segments[i].from_slot);
     }
 }
 

@@ -197,10 +197,11 @@ enum nvmetrace_genl_attr {
 #define NVMETRACE_A_MAX (__NVMETRACE_A_MAX - 1)
 
 /*
- * Offsets of the private nvmet fields the target hooks read, in bytes, as
- * user space found them in the running kernel's BTF (/sys/kernel/btf/nvmet).
- * Each is a u32 inside NVMETRACE_A_LAYOUT; the target role is refused
- * without a complete, plausible set.
+ * Offsets of the private fields the hooks read, in bytes, as user space found
+ * them in the running kernel's BTF (/sys/kernel/btf/<module>).  Each is a u32
+ * inside NVMETRACE_A_LAYOUT, in groups: the nvmet group (REQ_CMD ..
+ * CTRL_CNTLID) is needed by the target role, the nvme-tcp group by the
+ * nvme-tcp hooks; a group is taken whole or not at all.
  */
 enum nvmetrace_layout_attr {
 	NVMETRACE_L_UNSPEC,

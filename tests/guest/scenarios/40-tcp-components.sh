@@ -1,0 +1,83 @@
+#!/bin/bash
+# 40-tcp-components: nvme-tcp transport hooks.  Records host and target of fio runs over
+# nvme-tcp loopback (4k and 128k reads, 4k writes with in-capsule data, 64k writes with
+# R2T, and reads that complete on the C2H SUCCESS flag with disable_sqflow) and checks the
+# host's components with tests/guest/tcp_components_check.sh.
+# lane-timeout: 300
+. "$NVMETRACE_SRC/tests/guest/lib.sh"
+need_ko
+need_bin
+CHECK=$NVMETRACE_SRC/tests/guest/tcp_components_check.sh
+
+nvmet_tcp_setup
+# In-capsule data up to 16 KiB (nvmet-tcp's default, set here so the test does not
+# depend on it): 4k writes go in the capsule, 64k ones wait for an R2T.  The port
+# takes the parameter only while no subsystem is linked to it.
+port=$NVMET_CFG/ports/1
+rm "$port/subsystems/$NVMET_NQN"
+echo 16384 >"$port/param_inline_data_size"
+ln -s "$NVMET_CFG/subsystems/$NVMET_NQN" "$port/subsystems/$NVMET_NQN"
+
+# connect OPTIONS...: like nvme_tcp_connect, with extra fabrics options
+connect() {
+	local opts=$1 reply
+	[ -c /dev/nvme-fabrics ] || wait_for 5 test -c /dev/nvme-fabrics || fail "/dev/nvme-fabrics missing"
+	exec 9<>/dev/nvme-fabrics
+	echo "transport=tcp,traddr=$NVMET_ADDR,trsvcid=$NVMET_PORT,nqn=$NVMET_NQN$opts" >&9 ||
+		{ exec 9<&-; fail "connect ($opts) failed"; }
+	read -r reply <&9 || true
+	exec 9<&-
+	log "nvme-tcp: connected$opts ($reply)" >&2
+	wait_for 10 nvme_bdev_of "$NVMET_NQN" >/dev/null || fail "no block device after connect"
+	nvme_bdev_of "$NVMET_NQN"
+}
+
+need_module nvme_tcp
+insmod "$NVMETRACE_KO" || fail "insmod failed"
+
+# run NAME OP EXPECT... -- FIO-ARGS...: record one fio run, report, check
+run() {
+	local name=$1 op=$2 expect=() rec ios
+	shift 2
+	while [ "$1" != -- ]; do expect+=("$1"); shift; done
+	shift
+	"$NVMETRACE_BIN" record -r host -r target -s 1 -o "$RESULTS/$name.ntr" \
+		>"$RESULTS/$name.record.out" 2>&1 &
+	rec=$!
+	sleep 1
+	run_fio "$name" --filename="/dev/$dev" --ioengine=libaio --direct=1 --iodepth=1 \
+		--time_based --runtime=2 "$@" || fail "fio $name failed"
+	sleep 0.2
+	kill -INT $rec
+	wait $rec || { cat "$RESULTS/$name.record.out"; fail "record $name failed"; }
+	fio_check "$name"
+	ios=$(fio_ios "$name")
+	grep 'nvmetrace: hook' "$RESULTS/$name.record.out" || true
+	"$NVMETRACE_BIN" report --detail "$RESULTS/$name.ntr" | tee "$RESULTS/$name.report.txt"
+	"$NVMETRACE_BIN" report --json "$RESULTS/$name.ntr" >"$RESULTS/$name.json.report" ||
+		fail "report --json $name failed"
+	bash "$CHECK" "$RESULTS/$name.json.report" "$ios" "$op" "${expect[@]}" ||
+		fail "$name: components check failed"
+}
+
+SEND="host driver, to the socket (nvme-tcp)"
+dev=$(connect "")
+run rr4k read "$SEND" "network: host receive path, C2H data" "host driver, completion" \
+	-- --rw=randread --bs=4k
+run rr128k read "$SEND" "network: host receive path, C2H data" "host driver, completion" \
+	-- --rw=randread --bs=128k
+run rw4k-inline write "$SEND" "host driver, completion" "!host driver, R2T to H2C data" \
+	-- --rw=randwrite --bs=4k
+run rw64k-r2t write "$SEND" "host driver, R2T to H2C data" "host driver, completion" \
+	-- --rw=randwrite --bs=64k
+nvme_disconnect_all
+
+# Without SQ flow control the target sends reads' C2H data with the SUCCESS flag and no
+# response capsule (nvmet_setup_c2h_data_pdu(): sqhd_disabled).
+dev=$(connect ",disable_sqflow")
+run rr4k-success read "$SEND" "network: host receive path, C2H+SUCCESS" \
+	"!host driver, completion" -- --rw=randread --bs=4k
+nvme_disconnect_all
+
+rmmod nvmetrace || fail "rmmod failed"
+nvmet_teardown
