@@ -511,6 +511,12 @@ static void probe_nvmet_complete(void *data, void *req)
 }
 
 /* kprobe at nvmet_bdev_execute_rw(struct nvmet_req *req) */
+/* the probe_test_symbol kprobe: records nothing */
+static int kp_test_noop(struct kprobe *kp, struct pt_regs *regs)
+{
+	return 0;
+}
+
 static int kp_nvmet_exec(struct kprobe *kp, struct pt_regs *regs)
 {
 	const void *req = (const void *)regs_get_kernel_argument(regs, 0);
@@ -579,7 +585,20 @@ static struct nvmetrace_hook hooks[] = {
 	  NVMETRACE_ROLE_HOST, NULL, kp_tcp_try_send, .needs = NEEDS_TCP_HOST },
 	{ "nvme_tcp_recv_skb", "nvme_tcp", NVMETRACE_HOOK_KPROBE,
 	  NVMETRACE_ROLE_HOST, NULL, kp_tcp_recv_skb, .needs = NEEDS_TCP_HOST },
+	/* probe_test_symbol: named at load, or unused (name NULL) */
+	{ NULL, NULL, NVMETRACE_HOOK_KPROBE,
+	  NVMETRACE_ROLE_HOST | NVMETRACE_ROLE_TARGET, NULL, kp_test_noop },
 };
+
+/*
+ * An extra kprobe on any kernel function, for testing how `nvmetrace probe`
+ * reports a hook that cannot attach (name a function that does not exist).
+ * It records nothing.
+ */
+static char *probe_test_symbol;
+module_param(probe_test_symbol, charp, 0444);
+MODULE_PARM_DESC(probe_test_symbol,
+		 "extra kprobe that records nothing, to test attach reporting");
 
 /* The layout groups START carried (NEEDS_* bits). */
 static u32 layout_have(void)
@@ -589,7 +608,7 @@ static u32 layout_have(void)
 
 static bool hook_wanted(const struct nvmetrace_hook *h)
 {
-	return recording && (h->role & cfg.role) &&
+	return recording && h->name && (h->role & cfg.role) &&
 	       (h->needs & layout_have()) == h->needs;
 }
 
@@ -639,8 +658,16 @@ static void kp_attach(struct nvmetrace_hook *h)
 	h->kp.pre_handler = h->pre;
 	ret = register_kprobe(&h->kp);
 	if (ret) {
-		/* -ENOENT: its module is not loaded, or the function was inlined */
-		h->state = ret == -ENOENT ? NVMETRACE_HOOK_WAITING : NVMETRACE_HOOK_FAILED;
+		/*
+		 * -ENOENT: no such function: in a module, the module is not
+		 * loaded (it is retried when it is) or the function was
+		 * inlined; built in, this kernel does not have it.
+		 */
+		if (ret == -ENOENT)
+			h->state = h->module ? NVMETRACE_HOOK_WAITING :
+					       NVMETRACE_HOOK_ABSENT;
+		else
+			h->state = NVMETRACE_HOOK_FAILED;
 		h->err = ret;
 		return;
 	}
@@ -862,6 +889,8 @@ void nvmetrace_hooks_stop(void)
 
 int nvmetrace_hooks_init(void)
 {
+	if (probe_test_symbol && *probe_test_symbol)
+		hooks[ARRAY_SIZE(hooks) - 1].name = probe_test_symbol;
 	return 0;
 }
 
@@ -886,6 +915,9 @@ int nvmetrace_hooks_dump(struct sk_buff *skb, struct netlink_callback *cb)
 		const struct nvmetrace_hook *h = &hooks[i];
 		struct nlattr *nest;
 		void *hdr;
+
+		if (!h->name)
+			continue;
 
 		hdr = genlmsg_put(skb, NETLINK_CB(cb->skb).portid,
 				  cb->nlh->nlmsg_seq, nvmetrace_genl_family_ptr(),

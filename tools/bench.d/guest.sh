@@ -24,7 +24,10 @@
 MODE=$1 SECONDS_RUN=$2 RAMP=$3 ROUNDS=$4 QDS=$5 CASES=$6
 need_ko
 need_bin
-NT=$NVMETRACE_BIN
+# private copies: the lane may rebuild build/kmod-<release>/ and build/user/ (another run,
+# edited sources) while this guest still loads the module once per round
+KO=/tmp/nvmetrace.ko NT=/tmp/nvmetrace
+cp "$NVMETRACE_KO" "$KO" && cp "$NVMETRACE_BIN" "$NT" || fail "cannot copy the module or the tool"
 T=/sys/kernel/tracing
 FTRACE_EVENTS="nvme/nvme_setup_cmd nvme/nvme_complete_rq nvmet/nvmet_req_init nvmet/nvmet_req_complete block/block_rq_issue block/block_rq_complete"
 mkdir -p "$RESULTS/runs"
@@ -35,9 +38,10 @@ dev=$(nvme_tcp_connect)
 [ -d $T/events ] || fail "tracefs not mounted at $T"
 
 # module version and metadata, once
-insmod "$NVMETRACE_KO" || fail "insmod $NVMETRACE_KO failed"
+insmod "$KO" || fail "insmod $KO failed"
 {
 	echo "kernel_release=$(uname -r)"
+	echo "module_sha256=$(sha256sum "$KO" | cut -d' ' -f1)"
 	echo "module_version=$(cat /sys/module/nvmetrace/version 2>/dev/null || "$NT" status --json | jq -r .module_version)"
 	echo "tool_version=$("$NT" --version 2>&1 | head -n1)"
 	echo "guest_cpus=$(nproc)"
@@ -95,7 +99,7 @@ one_run() {
 	local d0 u0 c0 d1 u1 c1 roles
 	case $c in
 	none|ftrace) ! loaded || rmmod nvmetrace || fail "rmmod failed" ;;
-	*) loaded || insmod "$NVMETRACE_KO" || fail "insmod failed" ;;
+	*) loaded || insmod "$KO" || fail "insmod failed" ;;
 	esac
 	case $c in
 	rec*)

@@ -1,11 +1,12 @@
 #include "probe.h"
 
-#include "btf_layout.h"
 #include "error.h"
 #include "genl.h"
+#include "record.h"
 
 #include <linux/nvmetrace.h>
 
+#include <cerrno>
 #include <filesystem>
 
 #include <fmt/core.h>
@@ -55,18 +56,10 @@ int run_probe(const ProbeOptions& opts) {
     StartArgs start;
     start.role = role;
     start.sample = 0xffffffffu;
-    std::string layout_note;
-    if (role & NVMETRACE_ROLE_TARGET) {
-        BtfLayout l = BtfLayout::load("nvmet");
-        auto n = l.ok() ? l.nvmet() : std::nullopt;
-        if (n) {
-            start.layout = {n->req_cmd.offset, n->req_cqe.offset, n->req_sq.offset,
-                            n->sq_ctrl.offset, n->sq_qid.offset,  n->ctrl_cntlid.offset};
-            layout_note = "nvmet layout from BTF: ok";
-        } else {
-            layout_note = "nvmet layout from BTF: " + l.error();
-        }
-    }
+    const LayoutNotes layouts = fill_layouts(role, start);
+    const std::string layout_note =
+        layouts.nvmet_error.empty() ? "nvmet layout from BTF: ok" : layouts.nvmet_error;
+    const bool tcp_loaded = fs::exists("/sys/module/nvme_tcp");
     std::vector<HookInfo> hooks;
     std::string start_error;
     if (!(role & NVMETRACE_ROLE_TARGET) || !start.layout.empty()) {
@@ -93,15 +86,21 @@ int run_probe(const ProbeOptions& opts) {
             if (!(h.role & side))
                 continue;
             std::string note;
-            if (h.state == NVMETRACE_HOOK_WAITING)
+            uint32_t state = h.state;
+            if (h.state == NVMETRACE_HOOK_FAILED && h.error == -ENODATA) {
+                // a transport hook whose private layout was not found
+                note = "needs nvme_tcp's layout: " + layouts.tcp_error;
+                if (!tcp_loaded)
+                    state = NVMETRACE_HOOK_WAITING;
+            } else if (h.state == NVMETRACE_HOOK_WAITING)
                 note = "its module is not loaded (attaches when it is)";
             else if (h.state == NVMETRACE_HOOK_ABSENT)
                 note = "not in this kernel";
             else if (h.state == NVMETRACE_HOOK_FAILED)
                 note = fmt::format("attach failed: error {}", h.error);
-            fmt::print("  {:<6} {:<28} {:<10} {}\n", state_word(h.state), h.name,
+            fmt::print("  {:<6} {:<28} {:<10} {}\n", state_word(state), h.name,
                        h.kind == NVMETRACE_HOOK_KPROBE ? "kprobe" : "tracepoint", note);
-            if (h.state == NVMETRACE_HOOK_FAILED || h.state == NVMETRACE_HOOK_ABSENT)
+            if (state == NVMETRACE_HOOK_FAILED || state == NVMETRACE_HOOK_ABSENT)
                 ok = false;
         }
     }

@@ -100,6 +100,30 @@ void report_hooks(GenlClient& genl) {
 
 }  // namespace
 
+LayoutNotes fill_layouts(uint32_t role, StartArgs& start) {
+    LayoutNotes notes;
+    if (role & NVMETRACE_ROLE_TARGET) {
+        BtfLayout btf = BtfLayout::load("nvmet");
+        auto l = btf.ok() ? btf.nvmet() : std::nullopt;
+        if (l)
+            start.layout = {l->req_cmd.offset, l->req_cqe.offset, l->req_sq.offset,
+                            l->sq_ctrl.offset, l->sq_qid.offset,  l->ctrl_cntlid.offset};
+        else
+            notes.nvmet_error = "nvmet's layout: " + btf.error();
+    }
+    // Without nvme-tcp's layout (nvme_tcp not loaded, no module BTF) its
+    // hooks stay off and the analysis merges the components they would split.
+    if (role & NVMETRACE_ROLE_HOST) {
+        BtfLayout btf = BtfLayout::load("nvme_tcp");
+        auto l = btf.ok() ? btf.nvme_tcp() : std::nullopt;
+        if (l)
+            start.tcp_layout = l->offsets;
+        else
+            notes.tcp_error = btf.error();
+    }
+    return notes;
+}
+
 int run_record(const RecordOptions& opts) {
     const uint32_t role = roles_mask(opts.roles);
     if (opts.sample == 0)
@@ -149,34 +173,17 @@ int run_record(const RecordOptions& opts) {
                             start.devs.size()));
     }
 
-    // Target: nvmet's private layout from this kernel's BTF.
+    // Private layouts from this kernel's BTF: nvmet's for the target role
+    // (required), nvme-tcp's for the host's transport hooks (optional).
     std::vector<TargetNamespace> target_ns;
+    const LayoutNotes layouts = fill_layouts(role, start);
     if (role & NVMETRACE_ROLE_TARGET) {
-        BtfLayout btf = BtfLayout::load("nvmet");
-        if (!btf.ok())
-            throw Error(fmt::format("target role: {}", btf.error()));
-        auto l = btf.nvmet();
-        if (!l)
-            throw Error(fmt::format("target role: nvmet's layout: {}", btf.error()));
-        start.layout = {l->req_cmd.offset, l->req_cqe.offset, l->req_sq.offset,
-                        l->sq_ctrl.offset, l->sq_qid.offset,  l->ctrl_cntlid.offset};
+        if (!layouts.nvmet_error.empty())
+            throw Error(fmt::format("target role: {}", layouts.nvmet_error));
         target_ns = find_target_namespaces();
     }
-
-    // Host: nvme-tcp's private layout, for its transport hooks.  Without it
-    // (nvme_tcp not loaded, no module BTF) those hooks stay off and the
-    // analysis merges the components they would have split.
-    if (role & NVMETRACE_ROLE_HOST) {
-        BtfLayout btf = BtfLayout::load("nvme_tcp");
-        std::optional<NvmeTcpLayout> l;
-        if (btf.ok())
-            l = btf.nvme_tcp();
-        if (l) {
-            start.tcp_layout = l->offsets;
-        } else {
-            fmt::print(stderr, "nvmetrace: nvme-tcp transport hooks off: {}\n", btf.error());
-        }
-    }
+    if (!layouts.tcp_error.empty())
+        fmt::print(stderr, "nvmetrace: nvme-tcp transport hooks off: {}\n", layouts.tcp_error);
 
     RingReader rings = RingReader::open(opts.device_node, status.rings);
     // Whatever an earlier recording left in the rings is not ours.

@@ -28,6 +28,15 @@ struct RecordOptions {
 
 int run_record(const RecordOptions& opts);
 
+struct StartArgs;
+// What fill_layouts() could not find: empty when found (or not needed).
+struct LayoutNotes {
+    std::string nvmet_error;  // target role: nvmet's layout (the role needs it)
+    std::string tcp_error;    // host role: nvme-tcp's layout (its hooks need it)
+};
+// Private struct offsets from the running kernel's BTF into start.
+LayoutNotes fill_layouts(uint32_t role, StartArgs& start);
+
 struct ReportCommandOptions {
     std::vector<std::string> files;
     bool detail = false;

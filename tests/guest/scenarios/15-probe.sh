@@ -1,0 +1,40 @@
+#!/bin/bash
+# 15-probe: `nvmetrace probe` tells the truth: with nvme-core not loaded its hooks wait for
+# it; with the target set up every target hook attaches (nvmet's layout from BTF); a hook
+# on a function that does not exist (module parameter probe_test_symbol) is reported absent
+# and probe fails; nothing stays attached afterwards.
+# lane-timeout: 90
+. "$NVMETRACE_SRC/tests/guest/lib.sh"
+need_ko
+need_bin
+NT=$NVMETRACE_BIN
+
+insmod "$NVMETRACE_KO" || fail "insmod failed"
+modprobe -r nvme_tcp nvme_fabrics nvme_core 2>/dev/null || true
+$NT probe -r host | tee "$RESULTS/host-no-nvme.txt" || fail "probe -r host failed without nvme-core"
+grep -qE '^  ok +block_rq_issue' "$RESULTS/host-no-nvme.txt" || fail "block_rq_issue not ok"
+grep -qE '^  wait +nvme_setup_cmd' "$RESULTS/host-no-nvme.txt" || fail "nvme_setup_cmd should wait for nvme-core"
+
+nvmet_tcp_setup
+dev=$(nvme_tcp_connect)
+$NT probe -r host -r target | tee "$RESULTS/both.txt" || fail "probe failed with target and host up"
+for h in nvme_setup_cmd nvme_complete_rq nvmet_req_init nvmet_bdev_execute_rw nvmet_bio_done \
+	nvmet_req_complete; do
+	grep -qE "^  ok +$h " "$RESULTS/both.txt" || fail "$h not attached"
+done
+grep -q 'nvmet layout from BTF: ok' "$RESULTS/both.txt" || fail "no nvmet layout"
+grep -q '  load: ok' "$RESULTS/both.txt" || fail "load not ok"
+$NT status --json | jq -e '.state == "idle"' >/dev/null || fail "probe left the module recording"
+rmmod nvmetrace || fail "rmmod failed"
+
+insmod "$NVMETRACE_KO" probe_test_symbol=nvmetrace_no_such_function || fail "insmod with probe_test_symbol failed"
+if $NT probe -r host >"$RESULTS/absent.txt"; then
+	cat "$RESULTS/absent.txt"; fail "probe passed with a hook that cannot attach"
+fi
+cat "$RESULTS/absent.txt"
+grep -qE '^  absent +nvmetrace_no_such_function +kprobe' "$RESULTS/absent.txt" ||
+	fail "the missing function is not reported absent"
+grep -q '  load: FAILED' "$RESULTS/absent.txt" || fail "load not reported as failed"
+rmmod nvmetrace || fail "rmmod failed"
+nvme_disconnect_all
+nvmet_teardown
