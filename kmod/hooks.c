@@ -80,13 +80,24 @@ static __always_inline bool host_dev_wanted(u32 dev)
 
 /* ---------------------------------------------------------------- emit */
 
+/*
+ * Hooks attach and detach one at a time (and unregistering the tracepoint
+ * module notifier detaches nvme-core's and nvmet's first), so probes emit
+ * only between the end of START and the beginning of STOP: a recording never
+ * holds commands that some hooks saw and others could not.
+ */
+static bool emitting;
+
 static __always_inline void emit(u16 event, u64 lba, u32 dev, u32 len,
 				 u16 qid, u16 cid, u16 tag, u16 cntlid,
 				 u8 opcode, u8 flags, u64 aux)
 {
 	unsigned long irqflags;
-	struct nvmetrace_rec *r = nvmetrace_ring_local_reserve(&irqflags);
+	struct nvmetrace_rec *r;
 
+	if (unlikely(!READ_ONCE(emitting)))
+		return;
+	r = nvmetrace_ring_local_reserve(&irqflags);
 	if (!r)
 		return;		/* ring full: counted in its lost counter */
 	/* taken inside the reserve, so a ring's records are in time order */
@@ -858,14 +869,17 @@ int nvmetrace_hooks_start(const struct nvmetrace_config *c,
 	if (ret) {
 		NL_SET_ERR_MSG(extack, "cannot register module notifiers");
 		nvmetrace_hooks_stop();
+		return ret;
 	}
-	return ret;
+	WRITE_ONCE(emitting, true);
+	return 0;
 }
 
 void nvmetrace_hooks_stop(void)
 {
 	struct nvmetrace_hook *h;
 
+	WRITE_ONCE(emitting, false);
 	unregister_module_notifier(&module_nb);
 	unregister_tracepoint_module_notifier(&tp_module_nb);
 

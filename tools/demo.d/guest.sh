@@ -13,14 +13,15 @@ echo "== host: /dev/$dev ($(cat /sys/block/$dev/device/transport 2>/dev/null || 
 insmod "$NVMETRACE_KO"
 $NT --version
 echo
-echo "\$ nvmetrace record -r host -r target -s $DEMO_SAMPLE -d $((DEMO_SECONDS + 2)) -i 4 -o demo.ntr"
-$NT record -r host -r target -s "$DEMO_SAMPLE" -d $((DEMO_SECONDS + 2)) -i 4 \
-	-o "$RESULTS/demo.ntr" &
+echo "\$ nvmetrace record -r host -r target -s $DEMO_SAMPLE -i 4 -o demo.ntr   (Ctrl-C after fio)"
+$NT record -r host -r target -s "$DEMO_SAMPLE" -i 4 -o "$RESULTS/demo.ntr" &
 rec=$!
 sleep 1
 fio --name=demo --filename="/dev/$dev" --ioengine=libaio --direct=1 --rw="$DEMO_RW" \
 	--bs="$DEMO_BS" --iodepth="$DEMO_IODEPTH" --time_based --runtime="$DEMO_SECONDS" \
 	--output-format=json --output="$RESULTS/fio.json" >/dev/null 2>&1 || fail "fio failed"
+sleep 0.5
+kill -INT $rec
 wait $rec || fail "nvmetrace record failed"
 echo
 echo "fio (for comparison): $(fio_json fio | jq -r '.jobs[0] | (if .read.total_ios > 0 then .read else .write end) |
