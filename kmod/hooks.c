@@ -36,6 +36,7 @@
 #include <trace/events/block.h>
 
 #include "nvmetrace.h"
+#include "sample_core.h"
 
 /* ------------------------------------------------------- configuration */
 
@@ -46,24 +47,9 @@ static u64 sample_threshold;	/* hash <= threshold: sampled */
 static DEFINE_MUTEX(hooks_lock);
 static bool recording;
 
-/*
- * A 64-bit mixer (the finalizer of splitmix64): every input bit affects
- * every output bit, so 1-of-N by threshold is uniform over LBAs.  User space
- * computes the same function (user/src/sampling.h).
- */
-static __always_inline u64 nvmetrace_mix(u64 x)
-{
-	x ^= x >> 30;
-	x *= 0xbf58476d1ce4e5b9ULL;
-	x ^= x >> 27;
-	x *= 0x94d049bb133111ebULL;
-	x ^= x >> 31;
-	return x;
-}
-
 static __always_inline bool nvmetrace_sampled(u64 lba)
 {
-	return nvmetrace_mix(lba ^ cfg.seed) <= sample_threshold;
+	return nvmetrace_sample_pick(lba, cfg.seed, sample_threshold);
 }
 
 static __always_inline bool host_dev_wanted(u32 dev)

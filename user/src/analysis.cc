@@ -1,7 +1,11 @@
 #include "analysis.h"
 
+#include "sampling.h"
+
 #include <algorithm>
 #include <bit>
+#include <map>
+#include <optional>
 #include <queue>
 #include <stdexcept>
 #include <tuple>
@@ -264,6 +268,8 @@ void Assembler::push_host_rq(const nvmetrace_rec& rec, int slot) {
         c.size = rec.len;
         c.len_flags = rec.flags;
         c.dev = devices_.head(rec.dev);
+        if (rec.flags & NVMETRACE_REC_HAS_QID)
+            c.qid = rec.qid;
         auto op = static_cast<uint8_t>(c.op);
         Waiting w;
         if (take_waiting(WaitKey{rec.lba, rec.dev, op, 1}, &w)) {
@@ -282,8 +288,15 @@ void Assembler::push_host_rq(const nvmetrace_rec& rec, int slot) {
     c.ts[slot] = rec.ts;
     c.present |= 1u << slot;
     f.max_rank = std::max(f.max_rank, ev.rank);
-    if (rec.event == NVMETRACE_EV_NVME_SETUP)
+    if (rec.event == NVMETRACE_EV_NVME_SETUP) {
         c.nsid = static_cast<uint32_t>(rec.aux);
+        if (rec.flags & NVMETRACE_REC_HAS_CID) {
+            c.cid = rec.cid;
+            c.has_cid = true;
+        }
+        if (rec.flags & NVMETRACE_REC_HAS_QID)
+            c.qid = rec.qid;
+    }
     if (slot == ends_of(View::host_only).last) {
         c.status = rec.aux;
         emit(c);
@@ -311,6 +324,10 @@ void Assembler::push_target(const nvmetrace_rec& rec, int slot) {
         c.lba = rec.lba;
         c.size = rec.len;
         c.len_flags = rec.flags;
+        c.qid = rec.qid;
+        c.cid = rec.cid;
+        c.cntlid = rec.cntlid;
+        c.has_cid = true;
     }
     Command& c = f.cmd;
     c.ts[slot] = rec.ts;
@@ -466,6 +483,7 @@ Layout layout_for(View view, uint32_t present, std::span<const ComponentDef> tab
             s.name += rows[i]->name;
             s.to_slot = event_slot(rows[i]->to);
             s.merged = true;
+            s.seam = false;
             seg_stages.back().push_back(rows[i]->stage);
             if (std::find(l.missing.begin(), l.missing.end(), kEvents[from].name) ==
                 l.missing.end())
@@ -473,6 +491,7 @@ Layout layout_for(View view, uint32_t present, std::span<const ComponentDef> tab
         } else {
             l.segments.push_back(
                 {std::string(rows[i]->name), from, event_slot(rows[i]->to), 0, false});
+            l.segments.back().seam = rows[i]->seam;
             seg_stages.push_back({rows[i]->stage});
         }
         seg_of_row.push_back(l.segments.size() - 1);
@@ -542,6 +561,246 @@ Layout layout_for(View view, uint32_t present, std::span<const ComponentDef> tab
             {std::string(c.name), event_slot(c.from), event_slot(c.to), seg_of_row[row]});
     }
     return l;
+}
+
+// ----------------------------------------------------------------- joining
+
+namespace {
+
+int first_present(const Command& c, std::initializer_list<uint16_t> events) {
+    for (uint16_t ev : events)
+        if (c.has(event_slot(ev)))
+            return event_slot(ev);
+    return -1;
+}
+
+// Where a host command's send side ends, for ordering and window checks.
+uint64_t host_anchor(const Command& c) {
+    int s = host_send_slot(c);
+    if (s < 0)
+        s = first_present(c, {NVMETRACE_EV_NVME_SETUP, NVMETRACE_EV_BIO_QUEUE});
+    return s < 0 ? c.first_ts() : c.at(s);
+}
+
+uint64_t target_anchor(const Command& c) {
+    int s = event_slot(NVMETRACE_EV_NVMET_INIT);
+    return c.has(s) ? c.at(s) : c.first_ts();
+}
+
+}  // namespace
+
+int host_send_slot(const Command& c) {
+    return first_present(c, {NVMETRACE_EV_TCP_CMD_SEND, NVMETRACE_EV_RQ_ISSUE});
+}
+
+int host_receive_slot(const Command& c) {
+    return first_present(c, {NVMETRACE_EV_TCP_C2H_RECV, NVMETRACE_EV_TCP_RSP_RECV,
+                             NVMETRACE_EV_NVME_COMPLETE, NVMETRACE_EV_RQ_COMPLETE});
+}
+
+Command join_commands(const Command& host, const Command& target, int64_t* network_ns) {
+    Command j = host;
+    const int done = event_slot(NVMETRACE_EV_NVMET_COMPLETE);
+    const int init = event_slot(NVMETRACE_EV_NVMET_INIT);
+    const int recv = host_receive_slot(host);
+    // target ts + shift = host ts; unsigned arithmetic wraps, as intended
+    const uint64_t shift = recv >= 0 && target.has(done) ? host.at(recv) - target.at(done) : 0;
+    for (uint32_t m = target.present; m; m &= m - 1) {
+        int s = std::countr_zero(m);
+        if (kEvents[s].side != Side::target)
+            continue;
+        j.ts[static_cast<size_t>(s)] = target.ts[static_cast<size_t>(s)] + shift;
+        j.present |= 1u << s;
+    }
+    if (network_ns) {
+        int send = host_send_slot(host);
+        *network_ns = send >= 0 && j.has(init)
+                          ? static_cast<int64_t>(j.at(init) - host.at(send))
+                          : 0;
+    }
+    return j;
+}
+
+std::string_view unmatched_reason(Unmatched u, Side side) {
+    bool h = side == Side::host;
+    switch (u) {
+        case Unmatched::no_command_id:
+            return "no nvme_setup_cmd record, so no command id";
+        case Unmatched::not_sampled:
+            return h ? "not sampled on the target (its 1-of-N or seed differs)"
+                     : "not sampled on the host (its 1-of-N or seed differs)";
+        case Unmatched::outside_window:
+            return h ? "outside the target recording's window"
+                     : "outside the host recording's window";
+        case Unmatched::not_found:
+            return h ? "not in the target recording (records lost or cut)"
+                     : "not in the host recording (records lost or cut)";
+        case Unmatched::no_other_side:
+            return h ? "no target recording" : "no host recording";
+    }
+    return "?";
+}
+
+size_t Joiner::add_source(const Source& s) {
+    sources_.push_back(s);
+    return sources_.size() - 1;
+}
+
+void Joiner::add(size_t source, const Command& cmd) {
+    (sources_.at(source).side == Side::host ? host_ : target_).push_back({cmd, source});
+}
+
+JoinCounts Joiner::join(const std::function<void(const Command&)>& sink) {
+    JoinCounts jc;
+    jc.host = host_.size();
+    jc.target = target_.size();
+    bool any_host = false, any_target = false;
+    for (const auto& s : sources_)
+        (s.side == Side::host ? any_host : any_target) = true;
+    jc.active = any_host && any_target;
+
+    struct Key {
+        uint16_t qid, cid;
+        uint8_t op;
+        uint32_t nsid;
+        uint64_t lba;
+        auto operator<=>(const Key&) const = default;
+    };
+    auto key_of = [](const Command& c) {
+        return Key{c.qid, c.cid, static_cast<uint8_t>(c.op), c.nsid, c.lba};
+    };
+
+    // For each (host recording, target recording): the occurrences of each
+    // key, each side in its own order.
+    for (size_t hs = 0; hs < sources_.size() && jc.active; hs++) {
+        if (sources_[hs].side != Side::host)
+            continue;
+        for (size_t ts = 0; ts < sources_.size(); ts++) {
+            if (sources_[ts].side != Side::target)
+                continue;
+            std::map<Key, std::pair<std::vector<size_t>, std::vector<size_t>>> keys;
+            for (size_t i = 0; i < host_.size(); i++)
+                if (host_[i].source == hs && host_[i].partner < 0 && host_[i].cmd.has_cid)
+                    keys[key_of(host_[i].cmd)].first.push_back(i);
+            for (size_t i = 0; i < target_.size(); i++)
+                if (target_[i].source == ts && target_[i].partner < 0)
+                    keys[key_of(target_[i].cmd)].second.push_back(i);
+            auto by = [](auto anchor, auto& vec) {
+                return [anchor, &vec](size_t a, size_t b) {
+                    return anchor(vec[a].cmd) < anchor(vec[b].cmd);
+                };
+            };
+            for (auto& [k, hv] : keys) {
+                std::sort(hv.first.begin(), hv.first.end(), by(host_anchor, host_));
+                std::sort(hv.second.begin(), hv.second.end(), by(target_anchor, target_));
+            }
+            // The clock offset that the unambiguous pairs show (their median).
+            std::vector<int64_t> offsets;
+            for (auto& [k, hv] : keys)
+                if (hv.first.size() == 1 && hv.second.size() == 1)
+                    offsets.push_back(
+                        static_cast<int64_t>(target_anchor(target_[hv.second[0]].cmd) -
+                                             host_anchor(host_[hv.first[0]].cmd)));
+            std::optional<int64_t> offset;
+            if (!offsets.empty()) {
+                std::nth_element(offsets.begin(), offsets.begin() + offsets.size() / 2,
+                                 offsets.end());
+                offset = offsets[offsets.size() / 2];
+            }
+            for (auto& [k, hv] : keys) {
+                auto& [hi, ti] = hv;
+                if (hi.empty() || ti.empty())
+                    continue;
+                // Pair in order, the shorter list aligned where it agrees best
+                // with the offset (or at the start without one).
+                bool host_shorter = hi.size() <= ti.size();
+                size_t n = std::min(hi.size(), ti.size());
+                size_t slack = std::max(hi.size(), ti.size()) - n;
+                if (slack)
+                    jc.ambiguous++;
+                size_t best = 0;
+                if (slack && offset) {
+                    int64_t best_cost = INT64_MAX;
+                    for (size_t s = 0; s <= slack; s++) {
+                        int64_t cost = 0;
+                        for (size_t q = 0; q < n; q++) {
+                            size_t a = host_shorter ? hi[q] : hi[q + s];
+                            size_t b = host_shorter ? ti[q + s] : ti[q];
+                            int64_t d = static_cast<int64_t>(target_anchor(target_[b].cmd) -
+                                                             host_anchor(host_[a].cmd)) -
+                                        *offset;
+                            cost += d < 0 ? -d : d;
+                        }
+                        if (cost < best_cost) {
+                            best_cost = cost;
+                            best = s;
+                        }
+                    }
+                }
+                for (size_t q = 0; q < n; q++) {
+                    size_t a = host_shorter ? hi[q] : hi[q + best];
+                    size_t b = host_shorter ? ti[q + best] : ti[q];
+                    host_[a].partner = static_cast<int64_t>(b);
+                    target_[b].partner = static_cast<int64_t>(a);
+                }
+            }
+            // Why the others found nothing here.
+            auto window = [&](uint64_t t_other, const Source& other) {
+                return t_other >= other.first_ts && t_other <= other.last_ts;
+            };
+            for (auto& e : host_) {
+                if (e.source != hs || e.partner >= 0)
+                    continue;
+                const Source& o = sources_[ts];
+                if (!e.cmd.has_cid)
+                    e.why = Unmatched::no_command_id;
+                else if (!sampled(e.cmd.lba, o.seed, o.sample_n))
+                    e.why = Unmatched::not_sampled;
+                else if (offset && !window(host_anchor(e.cmd) + static_cast<uint64_t>(*offset), o))
+                    e.why = Unmatched::outside_window;
+                else
+                    e.why = Unmatched::not_found;
+            }
+            for (auto& e : target_) {
+                if (e.source != ts || e.partner >= 0)
+                    continue;
+                const Source& o = sources_[hs];
+                if (!sampled(e.cmd.lba, o.seed, o.sample_n))
+                    e.why = Unmatched::not_sampled;
+                else if (offset &&
+                         !window(target_anchor(e.cmd) - static_cast<uint64_t>(*offset), o))
+                    e.why = Unmatched::outside_window;
+                else
+                    e.why = Unmatched::not_found;
+            }
+        }
+    }
+
+    for (auto& e : host_) {
+        if (e.partner >= 0) {
+            int64_t net = 0;
+            Command j = join_commands(e.cmd, target_[static_cast<size_t>(e.partner)].cmd, &net);
+            jc.matched++;
+            jc.negative_network += net < 0;
+            sink(j);
+        } else {
+            if (!jc.active)
+                e.why = Unmatched::no_other_side;
+            jc.host_unmatched[static_cast<size_t>(e.why)]++;
+            sink(e.cmd);
+        }
+    }
+    for (auto& e : target_) {
+        if (e.partner >= 0)
+            continue;
+        if (!jc.active)
+            e.why = Unmatched::no_other_side;
+        jc.target_unmatched[static_cast<size_t>(e.why)]++;
+        sink(e.cmd);
+    }
+    host_.clear();
+    target_.clear();
+    return jc;
 }
 
 }  // namespace nvmetrace

@@ -134,6 +134,10 @@ struct Command {
     uint32_t dev = 0;             // host: the head disk; target: 0
     uint32_t nsid = 0;            // target: from nvmet_req_init; host: from nvme_setup_cmd
     uint64_t status = 0;          // block status (host) or NVMe status (target); 0: success
+    uint16_t qid = 0;             // NVMe queue id (host: hctx + 1; target: the sq's)
+    uint16_t cid = 0;             // NVMe command id, valid with has_cid
+    uint16_t cntlid = 0;          // target: controller id
+    bool has_cid = false;         // host: nvme_setup_cmd was recorded; target: always
     uint32_t present = 0;         // bit per slot of kEvents
     std::array<uint64_t, kMaxEvents> ts{};  // by slot, valid where present
 
@@ -259,6 +263,12 @@ struct ComponentDef {
     std::string_view stage;  // a name in kStages
     uint8_t views;           // View bits
     uint8_t depth;
+    // Joined view: the seam where the target's timestamps meet the host's.
+    // The target's are shifted onto the host's clock so that its
+    // nvmet_req_complete falls on the host's first receive-side event
+    // (join_commands()), so the row is 0 by construction and not reported;
+    // the computed network is the row before the target's first event.
+    bool seam = false;
 };
 
 // Columns of the live lines.
@@ -294,8 +304,9 @@ inline constexpr ComponentDef kComponents[] = {
      "host driver", kHost | kJoined, 0},
     {"network and target (not recorded)", NVMETRACE_EV_RQ_ISSUE, NVMETRACE_EV_NVME_COMPLETE,
      "network and target (not recorded)", kHost, 0},
-    // Joined host and target commands need one clock on both sides.
-    {"network, submission (computed)", NVMETRACE_EV_RQ_ISSUE, NVMETRACE_EV_NVMET_INIT, "network",
+    // Joined: the host's span from its last send-side event to its first
+    // receive-side event, minus the target's residence (join_commands()).
+    {"network: wire and NICs (computed)", NVMETRACE_EV_RQ_ISSUE, NVMETRACE_EV_NVMET_INIT, "network",
      kJoined, 0},
     // nvme-tcp host, target not recorded
     {"net+target, to the R2T (not recorded)", NVMETRACE_EV_TCP_CMD_SEND, NVMETRACE_EV_TCP_R2T_RECV,
@@ -306,8 +317,8 @@ inline constexpr ComponentDef kComponents[] = {
      "network and target (not recorded)", kHost, 0},
     {"network and target (not recorded)", NVMETRACE_EV_TCP_CMD_SEND, NVMETRACE_EV_NVME_COMPLETE,
      "network and target (not recorded)", kHost, 0},
-    {"network: host send and target receive path", NVMETRACE_EV_TCP_CMD_SEND,
-     NVMETRACE_EV_NVMET_INIT, "network", kJoined, 0},
+    {"network: wire and NICs (computed)", NVMETRACE_EV_TCP_CMD_SEND, NVMETRACE_EV_NVMET_INIT,
+     "network", kJoined, 0},
     {"host driver, R2T to H2C data", NVMETRACE_EV_TCP_R2T_RECV, NVMETRACE_EV_TCP_H2C_SEND,
      "host driver", kHost, 0},
     {"net+target, after the R2T (not recorded)", NVMETRACE_EV_TCP_R2T_RECV,
@@ -325,8 +336,13 @@ inline constexpr ComponentDef kComponents[] = {
      "storage", kTarget | kJoined, 0},
     {"target driver, completion", NVMETRACE_EV_NVMET_BIO_DONE, NVMETRACE_EV_NVMET_COMPLETE,
      "target driver", kTarget | kJoined, 0},
-    {"network, completion (computed)", NVMETRACE_EV_NVMET_COMPLETE, NVMETRACE_EV_NVME_COMPLETE,
-     "network", kJoined, 0},
+    // the seam: to the host's first receive-side event, 0 by construction
+    {"network (seam)", NVMETRACE_EV_NVMET_COMPLETE, NVMETRACE_EV_TCP_C2H_RECV, "network", kJoined,
+     0, true},
+    {"network (seam)", NVMETRACE_EV_NVMET_COMPLETE, NVMETRACE_EV_TCP_RSP_RECV, "network", kJoined,
+     0, true},
+    {"network (seam)", NVMETRACE_EV_NVMET_COMPLETE, NVMETRACE_EV_NVME_COMPLETE, "network", kJoined,
+     0, true},
     // nvme-tcp host receive path
     {"network: host receive path, C2H data", NVMETRACE_EV_TCP_C2H_RECV, NVMETRACE_EV_TCP_RSP_RECV,
      "network", kHost | kJoined, 0},
@@ -350,6 +366,7 @@ struct Layout {
         int from_slot, to_slot;  // events that bound it
         size_t stage;            // index in stages
         bool merged;             // spans a missing boundary
+        bool seam = false;       // a ComponentDef::seam row, alone: 0, not reported
     };
     struct Stage {
         std::string name;  // "a + b" when merged
@@ -401,5 +418,79 @@ uint32_t missing_boundaries(const Command& cmd, std::span<const ComponentDef> ta
 // The layout of `view` with only required events, those in `missing_mask`
 // merged away.
 Layout make_layout(View view, uint32_t missing_mask, std::span<const ComponentDef> table);
+
+// ----------------------------------------------------------------- joining
+
+// The host's last send-side event before the target (nvme-tcp command PDU
+// to the socket, or block_rq_issue) and its first receive-side event after it
+// (C2H data, response capsule, nvme_complete_rq, or block_rq_complete), as
+// slots; -1 when the command has none.
+int host_send_slot(const Command& host);
+int host_receive_slot(const Command& host);
+
+// A host command and its target command as one command of the joined view,
+// on the host's clock.  The clocks of the two sides are never compared: the
+// target's timestamps are shifted so that its nvmet_req_complete falls on the
+// host's first receive-side event, which makes the row before the target's
+// first event the computed network, (receive - send) on the host minus
+// (nvmet_req_complete - nvmet_req_init) on the target.  *network_ns gets it
+// (negative when the target's residence is longer than the host's span).
+Command join_commands(const Command& host, const Command& target, int64_t* network_ns = nullptr);
+
+// Why a command found no partner on the other side.
+enum class Unmatched : uint8_t {
+    no_command_id,   // host: no nvme_setup_cmd record, so no command id
+    not_sampled,     // the other side's 1-of-N predicate does not pick its LBA
+    outside_window,  // it ran before or after the other recording
+    not_found,       // inside the other recording, but not in it (records lost, cut)
+    no_other_side,   // no recording of the other side
+};
+inline constexpr size_t kUnmatchedReasons = 5;
+std::string_view unmatched_reason(Unmatched u, Side side);
+
+struct JoinCounts {
+    bool active = false;  // both sides were recorded: the join ran
+    uint64_t host = 0, target = 0;  // completed commands offered
+    uint64_t matched = 0;
+    uint64_t negative_network = 0;  // matched commands whose computed network is < 0
+    uint64_t ambiguous = 0;         // keys seen more often on one side than on the other
+    std::array<uint64_t, kUnmatchedReasons> host_unmatched{}, target_unmatched{};
+};
+
+// Matches the host commands of one or more recordings with the target
+// commands of one or more recordings, by (qid, command id, LBA, op,
+// namespace): the host's command id and qid come from nvme_setup_cmd, the
+// target's from its records.  Command ids are reused (nvme-core: a 4-bit
+// generation over the tag), so one key can occur several times on each
+// side; its occurrences are paired in each side's own order within the qid.
+// When one side has more of them (the other recording started late or ended
+// early), the alignment is chosen that agrees best with the clock offset
+// the unambiguous pairs show.  Clocks are otherwise never compared.
+// Buffers every command it is given (a report, not a live recording).
+class Joiner {
+public:
+    struct Source {
+        Side side = Side::host;
+        uint32_t sample_n = 1;
+        uint64_t seed = 0;
+        uint64_t first_ts = 0, last_ts = 0;  // the recording's window, its own clock
+    };
+    // A recording; returns its index for add().
+    size_t add_source(const Source& s);
+    void add(size_t source, const Command& cmd);
+    // Hands every command to the sink: the host's in their order (joined or
+    // host-only), then the target's that found no host command.
+    JoinCounts join(const std::function<void(const Command&)>& sink);
+
+private:
+    struct Entry {
+        Command cmd;
+        size_t source;
+        int64_t partner = -1;  // index in the other side's vector
+        Unmatched why = Unmatched::not_found;
+    };
+    std::vector<Source> sources_;
+    std::vector<Entry> host_, target_;
+};
 
 }  // namespace nvmetrace

@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cmath>
@@ -22,6 +23,7 @@
 #include <optional>
 
 #include <fmt/core.h>
+#include <fmt/ranges.h>
 
 namespace nvmetrace {
 
@@ -245,8 +247,12 @@ int run_record(const RecordOptions& opts) {
             assembler.push(r);
     };
     auto drain = [&] {
-        rings.drain([&](uint32_t, std::span<const nvmetrace_rec> recs) { reorder.add(recs); });
+        return rings.drain(
+            [&](uint32_t cpu, std::span<const nvmetrace_rec> recs) { reorder.add(cpu, recs); });
     };
+    // A drain that found a ring an eighth full or more goes round again at
+    // once instead of sleeping: bursts must not fill the rings.
+    const uint64_t busy_drain = uint64_t{status.rings.nr_recs} / 8;
     const uint64_t end_at =
         opts.duration_s > 0 ? t0 + static_cast<uint64_t>(opts.duration_s * 1e9) : UINT64_MAX;
     try {
@@ -254,13 +260,15 @@ int run_record(const RecordOptions& opts) {
             uint64_t now = monotonic_ns();
             if (now >= end_at)
                 break;
-            drain();
+            const uint64_t drained = drain();
             reorder.release(now, false, consume);
             if (interval_ns)
                 stats.advance(now > 100'000'000 ? now - 100'000'000 : 0);
             writer.flush_if_due();
-            timespec nap{0, 10'000'000};  // 10 ms
-            nanosleep(&nap, nullptr);
+            if (drained < busy_drain) {
+                timespec nap{0, 10'000'000};  // 10 ms
+                nanosleep(&nap, nullptr);
+            }
         }
     } catch (...) {
         genl.stop();
@@ -308,6 +316,12 @@ void print_command(const Command& c) {
     if (c.nsid)
         j["nsid"] = c.nsid;
     j["status"] = c.status;
+    if (c.qid)
+        j["qid"] = c.qid;
+    if (c.has_cid)
+        j["cid"] = c.cid;
+    if (c.side == Side::target)
+        j["cntlid"] = c.cntlid;
     nlohmann::json ev = nlohmann::json::object();
     for (const auto& e : kEvents) {
         int slot = event_slot(e.event);
@@ -318,6 +332,135 @@ void print_command(const Command& c) {
     fmt::print("{}\n", j.dump());
 }
 
+void add_counts(AssemblyCounts& a, const AssemblyCounts& b) {
+    a.records_host += b.records_host;
+    a.records_target += b.records_target;
+    a.records_unknown += b.records_unknown;
+    a.records_out_of_order += b.records_out_of_order;
+    a.complete += b.complete;
+    a.cut_start += b.cut_start;
+    a.cut_end += b.cut_end;
+    a.lost_end += b.lost_end;
+    a.bios_unmatched += b.bios_unmatched;
+    a.inserts_unmatched += b.inserts_unmatched;
+    a.multipath_duplicates += b.multipath_duplicates;
+    a.repeats += b.repeats;
+}
+
+// `report` of recordings that hold both roles between them (one file of
+// host+target, or a host's file and a target's): host commands are joined
+// with their target commands (Joiner) and reported together, on the host's
+// clock.  Returns false, having printed nothing, when they do not.
+bool report_joined(const ReportCommandOptions& opts, int* rc) {
+    struct File {
+        RecordingMeta meta;
+        std::vector<Command> cmds;
+        AssemblyCounts counts;
+        uint64_t duration = 0, lost = 0;
+        std::vector<std::string> notes;
+        std::string problem;
+        RecordingEnd end = RecordingEnd::clean;
+    };
+    std::vector<File> files;
+    DeviceTable table;
+    bool any_host = false, any_target = false;
+    for (const auto& path : opts.files) {
+        RecordingReader reader = RecordingReader::open(path);
+        File f;
+        f.meta = reader.meta();
+        devices_from_json(f.meta.devices, table);
+        DeviceTable own;
+        devices_from_json(f.meta.devices, own);
+        Assembler assembler(own, [&](const Command& c) { f.cmds.push_back(c); });
+        reader.for_each([&](std::span<const nvmetrace_rec> recs) {
+            for (const auto& r : recs)
+                assembler.push(r);
+        });
+        assembler.finish();
+        f.counts = assembler.counts();
+        const auto start = static_cast<uint64_t>(f.meta.start_monotonic_ns);
+        if (reader.trailer()) {
+            f.duration = reader.trailer()->duration_ns;
+            f.lost = reader.trailer()->lost;
+        } else if (f.counts.last_ts > start) {
+            f.duration = f.counts.last_ts - start;
+        }
+        f.notes = reader.notes();
+        f.end = reader.end();
+        if (f.end != RecordingEnd::clean)
+            f.problem = reader.problem();
+        any_host = any_host || f.counts.records_host;
+        any_target = any_target || f.counts.records_target;
+        files.push_back(std::move(f));
+    }
+    auto tell = [&] {
+        for (size_t i = 0; i < files.size(); i++) {
+            for (const auto& n : files[i].notes)
+                fmt::print(stderr, "nvmetrace: {}: {}\n", opts.files[i], n);
+            if (files[i].end != RecordingEnd::clean) {
+                fmt::print(stderr, "nvmetrace: {}\n", files[i].problem);
+                if (files[i].end == RecordingEnd::corrupt)
+                    *rc = 1;
+            }
+        }
+    };
+    if (!any_host || !any_target)
+        return false;
+
+    if (opts.commands) {
+        for (const auto& f : files)
+            for (const auto& c : f.cmds)
+                print_command(c);
+        tell();
+        return true;
+    }
+
+    // The host's recording sets the sampling rate, origin and duration.
+    const File* host_file = nullptr;
+    Joiner joiner;
+    AssemblyCounts counts;
+    ReportOptions ro;
+    ro.detail = opts.detail;
+    std::vector<std::string> on;
+    for (const auto& f : files) {
+        for (Side side : {Side::host, Side::target}) {
+            bool has = side == Side::host ? f.counts.records_host : f.counts.records_target;
+            if (!has)
+                continue;
+            size_t src = joiner.add_source(
+                {side, f.meta.sample, f.meta.seed, f.counts.first_ts, f.counts.last_ts});
+            for (const auto& c : f.cmds)
+                if (c.side == side)
+                    joiner.add(src, c);
+        }
+        if (f.counts.records_host && !host_file)
+            host_file = &f;
+        add_counts(counts, f.counts);
+        // a file of both roles cannot tell whose ring lost its records
+        (f.counts.records_host ? ro.lost_host : ro.lost_target) += f.lost;
+        std::string where = fmt::format("{} (kernel {})", f.meta.hostname, f.meta.kernel_release);
+        if (std::find(on.begin(), on.end(), where) == on.end())
+            on.push_back(where);
+    }
+    ro.recorded_on = fmt::format("{}", fmt::join(on, " and "));
+    Stats stats(table, {.sample_n = host_file->meta.sample,
+                        .origin_ns = static_cast<uint64_t>(host_file->meta.start_monotonic_ns)});
+    ro.join = joiner.join([&](const Command& c) { stats.add(c); });
+    const Summary summary = stats.summary(host_file->duration);
+    if (opts.json) {
+        nlohmann::json j = summary_json(summary, counts, ro);
+        j["files"] = opts.files;
+        j["role"] = "joined";
+        nlohmann::json all = nlohmann::json::array();
+        all.push_back(j);
+        fmt::print("{}\n", all.dump(2));
+    } else {
+        fmt::print("{}", summary_text(summary, counts, ro));
+    }
+    tell();
+    return true;
+}
+
 }  // namespace
 
 int run_report(const ReportCommandOptions& opts) {
@@ -325,6 +468,8 @@ int run_report(const ReportCommandOptions& opts) {
         throw Error("report: name at least one recording");
     nlohmann::json all = nlohmann::json::array();
     int rc = 0;
+    if (report_joined(opts, &rc))
+        return rc;
     for (size_t i = 0; i < opts.files.size(); i++) {
         const std::string& path = opts.files[i];
         RecordingReader reader = RecordingReader::open(path);

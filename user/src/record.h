@@ -47,49 +47,72 @@ struct ReportCommandOptions {
 int run_report(const ReportCommandOptions& opts);
 
 // Puts the records drained from the per-CPU rings into one time order.  Each
-// ring is in time order; across rings, a record is committed within
-// microseconds of its timestamp, so once the newest drain is `window_ns` past
-// a timestamp, no older record can still arrive.
+// ring is in time order (a record's timestamp is taken inside its
+// reservation); across rings, a record is committed within microseconds of its
+// timestamp, so once the newest drain is `window_ns` past a timestamp, no
+// older record can still arrive.  Release merges the rings' streams: every
+// record is copied once in and once out, never sorted.
 class Reorderer {
 public:
     explicit Reorderer(uint64_t window_ns) : window_ns_(window_ns) {}
 
-    void add(std::span<const nvmetrace_rec> recs) {
+    // recs: records drained from ring `cpu`, continuing its earlier ones.
+    void add(uint32_t cpu, std::span<const nvmetrace_rec> recs) {
         if (recs.empty())
             return;
-        pending_.insert(pending_.end(), recs.begin(), recs.end());
-        sorted_ = false;
+        if (cpu >= streams_.size())
+            streams_.resize(cpu + 1);
+        Stream& st = streams_[cpu];
+        st.recs.insert(st.recs.end(), recs.begin(), recs.end());
     }
 
     // Hands every record older than now - window (all of them with
     // flush_all) to fn, as one span in ts order, and forgets them.
     template <class Fn>
     void release(uint64_t now_ns, bool flush_all, Fn&& fn) {
-        if (!sorted_) {
-            // stable: records of one ring with equal ts keep their commit order
-            std::stable_sort(pending_.begin(), pending_.end(),
-                             [](const auto& a, const auto& b) { return a.ts < b.ts; });
-            sorted_ = true;
+        const uint64_t limit =
+            flush_all ? UINT64_MAX : (now_ns > window_ns_ ? now_ns - window_ns_ : 0);
+        out_.clear();
+        for (;;) {
+            Stream* best = nullptr;
+            for (auto& st : streams_) {
+                if (st.head < st.recs.size() && st.recs[st.head].ts < limit &&
+                    (!best || st.recs[st.head].ts < best->recs[best->head].ts))
+                    best = &st;
+            }
+            if (!best)
+                break;
+            out_.push_back(best->recs[best->head++]);
         }
-        size_t n = pending_.size();
-        if (!flush_all) {
-            uint64_t limit = now_ns > window_ns_ ? now_ns - window_ns_ : 0;
-            auto it = std::lower_bound(pending_.begin(), pending_.end(), limit,
-                                       [](const nvmetrace_rec& r, uint64_t t) { return r.ts < t; });
-            n = static_cast<size_t>(it - pending_.begin());
+        for (auto& st : streams_) {
+            if (st.head == st.recs.size()) {
+                st.recs.clear();
+                st.head = 0;
+            } else if (st.head > 4096 && st.head * 2 > st.recs.size()) {
+                st.recs.erase(st.recs.begin(),
+                              st.recs.begin() + static_cast<std::ptrdiff_t>(st.head));
+                st.head = 0;
+            }
         }
-        if (n == 0)
-            return;
-        fn(std::span<const nvmetrace_rec>(pending_.data(), n));
-        pending_.erase(pending_.begin(), pending_.begin() + static_cast<std::ptrdiff_t>(n));
+        if (!out_.empty())
+            fn(std::span<const nvmetrace_rec>(out_.data(), out_.size()));
     }
 
-    size_t pending() const { return pending_.size(); }
+    size_t pending() const {
+        size_t n = 0;
+        for (const auto& st : streams_)
+            n += st.recs.size() - st.head;
+        return n;
+    }
 
 private:
+    struct Stream {
+        std::vector<nvmetrace_rec> recs;
+        size_t head = 0;
+    };
     uint64_t window_ns_;
-    std::vector<nvmetrace_rec> pending_;
-    bool sorted_ = true;
+    std::vector<Stream> streams_;
+    std::vector<nvmetrace_rec> out_;
 };
 
 }  // namespace nvmetrace

@@ -160,7 +160,40 @@ std::string summary_text(const Summary& s, const AssemblyCounts& counts,
         recs.push_back(fmt::format("{} host", counts.records_host));
     if (counts.records_target)
         recs.push_back(fmt::format("{} target", counts.records_target));
-    out += fmt::format("records: {}\n", fmt::join(recs, ", "));
+    const JoinCounts& jc = opts.join;
+    if (jc.active) {
+        double pct = jc.host ? 100.0 * static_cast<double>(jc.matched) / jc.host : 0;
+        out += fmt::format("records: {}; {} matched ({:.0f} % of the host's)\n",
+                           fmt::join(recs, ", "), jc.matched, pct);
+    } else {
+        out += fmt::format("records: {}\n", fmt::join(recs, ", "));
+    }
+    if (jc.active) {
+        for (Side side : {Side::host, Side::target}) {
+            const auto& u = side == Side::host ? jc.host_unmatched : jc.target_unmatched;
+            std::vector<std::string> why;
+            uint64_t n = 0;
+            for (size_t r = 0; r < kUnmatchedReasons; r++)
+                if (u[r]) {
+                    n += u[r];
+                    why.push_back(fmt::format("{} {}", u[r],
+                                              unmatched_reason(static_cast<Unmatched>(r), side)));
+                }
+            if (n)
+                out += fmt::format("unmatched: {} {} commands, reported on their own side ({})\n",
+                                   n, side == Side::host ? "host" : "target", fmt::join(why, ", "));
+        }
+        if (jc.negative_network)
+            out += fmt::format(
+                "negative network: {} joined commands spent longer in the target than the host "
+                "waited for them (counted in the network component)\n",
+                jc.negative_network);
+        if (jc.ambiguous)
+            out += fmt::format(
+                "ambiguous: {} (qid, command id, LBA) keys occur more often on one side; paired "
+                "by order\n",
+                jc.ambiguous);
+    }
 
     if (opts.lost_host || opts.lost_target)
         out += fmt::format(
@@ -258,6 +291,26 @@ nlohmann::json summary_json(const Summary& s, const AssemblyCounts& counts,
                      {"inserts_unmatched", counts.inserts_unmatched},
                      {"multipath_duplicates", counts.multipath_duplicates},
                      {"repeated_records", counts.repeats}};
+    const JoinCounts& jc = opts.join;
+    if (jc.active) {
+        json hu = json::object(), tu = json::object();
+        static constexpr const char* kWhy[] = {"no_command_id", "not_sampled", "outside_window",
+                                               "not_found", "no_other_side"};
+        static_assert(std::size(kWhy) == kUnmatchedReasons);
+        for (size_t r = 0; r < kUnmatchedReasons; r++) {
+            hu[kWhy[r]] = jc.host_unmatched[r];
+            tu[kWhy[r]] = jc.target_unmatched[r];
+        }
+        j["join"] = {{"host", jc.host},
+                     {"target", jc.target},
+                     {"matched", jc.matched},
+                     {"matched_share_of_host",
+                      jc.host ? static_cast<double>(jc.matched) / jc.host : 0.0},
+                     {"negative_network", jc.negative_network},
+                     {"ambiguous", jc.ambiguous},
+                     {"host_unmatched", hu},
+                     {"target_unmatched", tu}};
+    }
     return j;
 }
 

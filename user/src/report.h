@@ -27,6 +27,9 @@ struct ReportOptions {
     std::string recorded_on;
     uint64_t lost_host = 0;  // records the rings dropped (ring full)
     uint64_t lost_target = 0;
+    // Host and target commands joined (Joiner): the "records: ...; K
+    // matched" line, why the others were not, negative computed networks.
+    JoinCounts join;
 };
 
 // The lines before the first live line.  not_recorded: host-only recording,

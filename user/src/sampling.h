@@ -1,7 +1,9 @@
-// Which commands the module samples: user space's copy of the predicate in
-// kmod/hooks.c, so the tool can tell which LBAs a recording covers and scale
-// counts by 1-of-N.  Header-only; must stay bit-for-bit equal to the kernel's.
+// Which commands the module samples: the module's own predicate
+// (kmod/sample_core.h), so the tool can tell which LBAs a recording covers and
+// scale counts by 1-of-N.
 #pragma once
+
+#include "sample_core.h"
 
 #include <stdint.h>
 
@@ -9,15 +11,9 @@
 
 namespace nvmetrace {
 
-// The finalizer of splitmix64 (kmod/hooks.c nvmetrace_mix()): every input bit
-// affects every output bit, so a threshold on it picks 1 of N uniformly.
-constexpr uint64_t sample_mix(uint64_t x) {
-    x ^= x >> 30;
-    x *= 0xbf58476d1ce4e5b9ULL;
-    x ^= x >> 27;
-    x *= 0x94d049bb133111ebULL;
-    x ^= x >> 31;
-    return x;
+// The finalizer of splitmix64, as the module computes it.
+inline uint64_t sample_mix(uint64_t x) {
+    return nvmetrace_mix(x);
 }
 
 // Largest hash that is sampled at 1 of n (hooks.c: U64_MAX / n, and every
@@ -27,8 +23,8 @@ constexpr uint64_t sample_threshold(uint32_t n) {
 }
 
 // Whether the module records a command starting at `lba` (namespace blocks).
-constexpr bool sampled(uint64_t lba, uint64_t seed, uint32_t n) {
-    return sample_mix(lba ^ seed) <= sample_threshold(n);
+inline bool sampled(uint64_t lba, uint64_t seed, uint32_t n) {
+    return nvmetrace_sample_pick(lba, seed, sample_threshold(n)) != 0;
 }
 
 }  // namespace nvmetrace

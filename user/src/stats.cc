@@ -316,6 +316,8 @@ Summary Stats::summary(uint64_t duration_ns) const {
             return c;
         };
         for (size_t j = 0; j < l.segments.size(); j++) {
+            if (l.segments[j].seam)
+                continue;  // joined view: 0 by construction (ComponentDef::seam)
             gs.components.push_back(
                 row(l.segments[j].name, 0, l.segments[j].merged, g.segments[j]));
             for (size_t d = 0; d < l.details.size(); d++)

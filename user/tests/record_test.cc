@@ -27,8 +27,8 @@ TEST(Reorderer, ReleasesOnlyWhatIsOlderThanTheWindowInTimeOrder) {
     // two rings, each in time order, interleaved in time
     std::vector<nvmetrace_rec> cpu0{rec_at(10, 0), rec_at(30, 1), rec_at(250, 2)};
     std::vector<nvmetrace_rec> cpu1{rec_at(20, 0), rec_at(40, 1), rec_at(260, 2)};
-    ro.add(cpu0);
-    ro.add(cpu1);
+    ro.add(0, cpu0);
+    ro.add(1, cpu1);
     std::vector<uint64_t> out;
     auto take = [&](std::span<const nvmetrace_rec> recs) {
         for (const auto& r : recs)
@@ -37,9 +37,8 @@ TEST(Reorderer, ReleasesOnlyWhatIsOlderThanTheWindowInTimeOrder) {
     ro.release(200, false, take);  // limit 100
     EXPECT_EQ(out, (std::vector<uint64_t>{10, 20, 30, 40}));
     EXPECT_EQ(ro.pending(), 2u);
-    // a late record from before the last release's limit would be out of
-    // order; one inside the window is put in place
-    ro.add(std::vector<nvmetrace_rec>{rec_at(255, 3)});
+    // a record inside the window is put in its place
+    ro.add(0, std::vector<nvmetrace_rec>{rec_at(255, 3)});
     ro.release(1000, true, take);
     EXPECT_EQ(out, (std::vector<uint64_t>{10, 20, 30, 40, 250, 255, 260}));
     EXPECT_EQ(ro.pending(), 0u);
@@ -53,13 +52,14 @@ TEST(Reorderer, RandomStreamsComeOutSorted) {
     std::vector<uint64_t> next(4, 0);
     for (int round = 0; round < 200; round++) {
         clock += 500;
-        for (auto& n : next) {
+        for (uint32_t cpu = 0; cpu < next.size(); cpu++) {
+            uint64_t& n = next[cpu];
             std::vector<nvmetrace_rec> batch;
             while (n + 50 < clock) {
                 n += 1 + rng() % 100;
                 batch.push_back(rec_at(n, 0));
             }
-            ro.add(batch);
+            ro.add(cpu, batch);
         }
         ro.release(clock, false, [&](std::span<const nvmetrace_rec> recs) {
             for (const auto& r : recs)

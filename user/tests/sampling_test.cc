@@ -9,10 +9,8 @@ namespace {
 
 // splitmix64's published outputs for seed 0 are mix(k * golden gamma).
 constexpr uint64_t kGamma = 0x9e3779b97f4a7c15ull;
-static_assert(sample_mix(0) == 0);
-static_assert(sample_mix(kGamma) == 0xe220a8397b1dcdafull);
-
 TEST(Sampling, MatchesSplitmix64Outputs) {
+    EXPECT_EQ(sample_mix(0), 0u);
     EXPECT_EQ(sample_mix(1 * kGamma), 0xe220a8397b1dcdafull);
     EXPECT_EQ(sample_mix(2 * kGamma), 0x6e789e6aa1b965f4ull);
     EXPECT_EQ(sample_mix(3 * kGamma), 0x06c45d188009454full);
