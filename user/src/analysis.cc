@@ -614,9 +614,8 @@ Command join_commands(const Command& host, const Command& target, int64_t* netwo
     }
     if (network_ns) {
         int send = host_send_slot(host);
-        *network_ns = send >= 0 && j.has(init)
-                          ? static_cast<int64_t>(j.at(init) - host.at(send))
-                          : 0;
+        *network_ns =
+            send >= 0 && j.has(init) ? static_cast<int64_t>(j.at(init) - host.at(send)) : 0;
     }
     return j;
 }

@@ -449,7 +449,7 @@ inline constexpr size_t kUnmatchedReasons = 5;
 std::string_view unmatched_reason(Unmatched u, Side side);
 
 struct JoinCounts {
-    bool active = false;  // both sides were recorded: the join ran
+    bool active = false;            // both sides were recorded: the join ran
     uint64_t host = 0, target = 0;  // completed commands offered
     uint64_t matched = 0;
     uint64_t negative_network = 0;  // matched commands whose computed network is < 0

@@ -96,6 +96,8 @@ int run(int argc, char** argv) {
     report->add_option("files", rep.files, "Recordings")->required();
     report->add_flag("--detail", rep.detail, "Every component in path order, with p50/p99");
     report->add_flag("--json", rep.json, "JSON instead of text");
+    report->add_flag("--no-join", rep.no_join,
+                     "Report the host's and the target's commands apart, without joining them");
     report->add_flag("--commands", rep.commands,
                      "One JSON line per command (its events' timestamps) instead of the report");
 

@@ -468,7 +468,7 @@ int run_report(const ReportCommandOptions& opts) {
         throw Error("report: name at least one recording");
     nlohmann::json all = nlohmann::json::array();
     int rc = 0;
-    if (report_joined(opts, &rc))
+    if (!opts.no_join && report_joined(opts, &rc))
         return rc;
     for (size_t i = 0; i < opts.files.size(); i++) {
         const std::string& path = opts.files[i];

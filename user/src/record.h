@@ -42,6 +42,7 @@ struct ReportCommandOptions {
     bool detail = false;
     bool json = false;
     bool commands = false;  // one JSON line per command instead of the report
+    bool no_join = false;   // host and target reported apart even when both are there
 };
 
 int run_report(const ReportCommandOptions& opts);

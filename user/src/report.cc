@@ -301,15 +301,15 @@ nlohmann::json summary_json(const Summary& s, const AssemblyCounts& counts,
             hu[kWhy[r]] = jc.host_unmatched[r];
             tu[kWhy[r]] = jc.target_unmatched[r];
         }
-        j["join"] = {{"host", jc.host},
-                     {"target", jc.target},
-                     {"matched", jc.matched},
-                     {"matched_share_of_host",
-                      jc.host ? static_cast<double>(jc.matched) / jc.host : 0.0},
-                     {"negative_network", jc.negative_network},
-                     {"ambiguous", jc.ambiguous},
-                     {"host_unmatched", hu},
-                     {"target_unmatched", tu}};
+        j["join"] = {
+            {"host", jc.host},
+            {"target", jc.target},
+            {"matched", jc.matched},
+            {"matched_share_of_host", jc.host ? static_cast<double>(jc.matched) / jc.host : 0.0},
+            {"negative_network", jc.negative_network},
+            {"ambiguous", jc.ambiguous},
+            {"host_unmatched", hu},
+            {"target_unmatched", tu}};
     }
     return j;
 }

@@ -1,5 +1,8 @@
 #include "analysis.h"
 
+#include "report.h"
+#include "stats.h"
+
 #include <algorithm>
 #include <random>
 #include <stdexcept>
@@ -535,6 +538,258 @@ TEST(Layout, EveryTransportShapeHasAPath) {
         for (size_t i = 1; i < l.segments.size(); i++)
             EXPECT_EQ(l.segments[i - 1].to_slot, l.segments[i].from_slot);
     }
+}
+
+// ----------------------------------------------------------------- joining
+
+// A host command (one nvme-tcp read) on the host's clock: sent at t0 + 3000,
+// data back at t0 + 3000 + span.
+Command host_cmd(uint64_t t0, uint16_t qid, uint16_t cid, uint64_t lba, uint64_t span,
+                 bool write = false) {
+    Command c;
+    c.side = Side::host;
+    c.op = write ? Op::write : Op::read;
+    c.lba = lba;
+    c.size = 4096;
+    c.dev = kNvme0n1;
+    c.nsid = 1;
+    c.qid = qid;
+    c.cid = cid;
+    c.has_cid = true;
+    auto set = [&](uint16_t ev, uint64_t t) {
+        c.ts[event_slot(ev)] = t;
+        c.present |= 1u << event_slot(ev);
+    };
+    set(NVMETRACE_EV_BIO_QUEUE, t0);
+    set(NVMETRACE_EV_NVME_SETUP, t0 + 1000);
+    set(NVMETRACE_EV_RQ_ISSUE, t0 + 2000);
+    set(NVMETRACE_EV_TCP_CMD_SEND, t0 + 3000);
+    set(write ? NVMETRACE_EV_TCP_RSP_RECV : NVMETRACE_EV_TCP_C2H_RECV, t0 + 3000 + span);
+    set(NVMETRACE_EV_NVME_COMPLETE, t0 + 3500 + span);
+    set(NVMETRACE_EV_RQ_COMPLETE, t0 + 4000 + span);
+    return c;
+}
+
+// A target command on the target's clock: init at t0, residence `res`.
+Command target_cmd(uint64_t t0, uint16_t qid, uint16_t cid, uint64_t lba, uint64_t res,
+                   bool write = false) {
+    Command c;
+    c.side = Side::target;
+    c.op = write ? Op::write : Op::read;
+    c.lba = lba;
+    c.size = 4096;
+    c.nsid = 1;
+    c.qid = qid;
+    c.cid = cid;
+    c.cntlid = 1;
+    c.has_cid = true;
+    auto set = [&](uint16_t ev, uint64_t t) {
+        c.ts[event_slot(ev)] = t;
+        c.present |= 1u << event_slot(ev);
+    };
+    set(NVMETRACE_EV_NVMET_INIT, t0);
+    set(NVMETRACE_EV_NVMET_EXEC, t0 + 1000);
+    set(NVMETRACE_EV_NVMET_BIO_DONE, t0 + res - 1000);
+    set(NVMETRACE_EV_NVMET_COMPLETE, t0 + res);
+    return c;
+}
+
+struct JoinRun {
+    std::vector<Command> out;
+    JoinCounts counts;
+};
+
+TEST(Join, ComputedNetworkIsHostSpanMinusTargetResidence) {
+    // the target's clock is 7 s behind the host's: never compared
+    Command h = host_cmd(10'000'000'000, 1, 0x1005, 800, 60'000);
+    Command t = target_cmd(3'000'000'000, 1, 0x1005, 800, 45'000);
+    int64_t net = 0;
+    Command j = join_commands(h, t, &net);
+    EXPECT_EQ(net, 15'000);
+    EXPECT_EQ(view_of(j), View::joined);
+    Layout l =
+        layout_for(View::joined, layout_key(View::joined, j.present, kComponents), kComponents);
+    std::vector<std::string> shown;
+    int64_t sum = 0;
+    for (const auto& s : l.segments) {
+        sum += static_cast<int64_t>(j.at(s.to_slot) - j.at(s.from_slot));
+        if (!s.seam)
+            shown.push_back(s.name);
+        else
+            EXPECT_EQ(j.at(s.to_slot), j.at(s.from_slot));
+    }
+    EXPECT_EQ(sum, static_cast<int64_t>(h.at(event_slot(NVMETRACE_EV_RQ_COMPLETE)) -
+                                        h.at(event_slot(NVMETRACE_EV_BIO_QUEUE))));
+    EXPECT_EQ(shown,
+              (std::vector<std::string>{
+                  "host block layer, submission", "host driver, submission",
+                  "host driver, to the socket (nvme-tcp)", "network: wire and NICs (computed)",
+                  "target driver, submission", "storage: target block layer and drive",
+                  "target driver, completion", "network: host receive path, C2H+SUCCESS",
+                  "host block layer, completion"}));
+    EXPECT_EQ(static_cast<int64_t>(j.at(event_slot(NVMETRACE_EV_NVMET_INIT)) -
+                                   j.at(event_slot(NVMETRACE_EV_TCP_CMD_SEND))),
+              15'000);
+}
+
+TEST(Join, CommandIdReuseIsResolvedByOrderWithinTheQueue) {
+    Joiner jn;
+    size_t hs = jn.add_source({Side::host, 1, 0, 0, UINT64_MAX});
+    size_t ts = jn.add_source({Side::target, 1, 0, 0, UINT64_MAX});
+    // the same (qid, cid, lba) three times, and another queue with the same cid
+    const uint64_t spans[] = {50'000, 70'000, 90'000};
+    for (int i = 0; i < 3; i++) {
+        jn.add(hs, host_cmd(1'000'000 + i * 200'000ull, 2, 0x2007, 64, spans[i]));
+        jn.add(ts, target_cmd(5'000'000 + i * 200'000ull, 2, 0x2007, 64, spans[i] - 10'000));
+    }
+    jn.add(hs, host_cmd(1'100'000, 3, 0x2007, 64, 40'000));
+    jn.add(ts, target_cmd(5'100'000, 3, 0x2007, 64, 38'000));
+    std::vector<int64_t> nets;
+    JoinCounts jc = jn.join([&](const Command& c) {
+        ASSERT_EQ(view_of(c), View::joined);
+        nets.push_back(static_cast<int64_t>(c.at(event_slot(NVMETRACE_EV_NVMET_INIT)) -
+                                            c.at(event_slot(NVMETRACE_EV_TCP_CMD_SEND))));
+    });
+    EXPECT_TRUE(jc.active);
+    EXPECT_EQ(jc.matched, 4u);
+    EXPECT_EQ(jc.negative_network, 0u);
+    EXPECT_EQ(nets, (std::vector<int64_t>{10'000, 10'000, 10'000, 2'000}));
+}
+
+TEST(Join, UnmatchedBothWaysWithReasons) {
+    Joiner jn;
+    // the target recording covers [5.0 ms, 5.6 ms] of its clock
+    size_t hs = jn.add_source({Side::host, 1, 0, 0, UINT64_MAX});
+    size_t ts = jn.add_source({Side::target, 1, 0, 5'000'000, 5'600'000});
+    for (int i = 0; i < 3; i++) {  // matched: offset +4 ms
+        jn.add(hs,
+               host_cmd(1'000'000 + i * 100'000ull, 1, static_cast<uint16_t>(i), 8 * i, 50'000));
+        jn.add(ts,
+               target_cmd(5'003'000 + i * 100'000ull, 1, static_cast<uint16_t>(i), 8 * i, 40'000));
+    }
+    Command nocid = host_cmd(1'050'000, 1, 9, 999, 50'000);
+    nocid.has_cid = false;
+    jn.add(hs, nocid);
+    jn.add(hs, host_cmd(3'000'000, 1, 10, 1000, 50'000));    // 7 ms on the target: after its end
+    jn.add(hs, host_cmd(1'250'000, 1, 11, 1008, 50'000));    // inside, but not there
+    jn.add(ts, target_cmd(5'150'000, 1, 12, 2000, 40'000));  // no host command
+    size_t host_only = 0, target_only = 0, joined = 0;
+    JoinCounts jc = jn.join([&](const Command& c) {
+        View v = view_of(c);
+        (v == View::joined ? joined : v == View::host_only ? host_only : target_only)++;
+    });
+    EXPECT_EQ(joined, 3u);
+    EXPECT_EQ(host_only, 3u);
+    EXPECT_EQ(target_only, 1u);
+    EXPECT_EQ(jc.host, 6u);
+    EXPECT_EQ(jc.matched, 3u);
+    EXPECT_EQ(jc.host_unmatched[static_cast<size_t>(Unmatched::no_command_id)], 1u);
+    EXPECT_EQ(jc.host_unmatched[static_cast<size_t>(Unmatched::outside_window)], 1u);
+    EXPECT_EQ(jc.host_unmatched[static_cast<size_t>(Unmatched::not_found)], 1u);
+    EXPECT_EQ(jc.target_unmatched[static_cast<size_t>(Unmatched::not_found)], 1u);
+}
+
+TEST(Join, NotSampledOnTheOtherSide) {
+    Joiner jn;
+    size_t hs = jn.add_source({Side::host, 1, 0, 0, UINT64_MAX});
+    size_t ts = jn.add_source({Side::target, 1'000'000, 77, 0, UINT64_MAX});
+    jn.add(hs, host_cmd(1'000'000, 1, 1, 8, 50'000));
+    (void)ts;
+    JoinCounts jc = jn.join([](const Command&) {});
+    EXPECT_EQ(jc.host_unmatched[static_cast<size_t>(Unmatched::not_sampled)], 1u);
+}
+
+TEST(Join, NegativeNetworkIsCountedAndReported) {
+    Joiner jn;
+    size_t hs = jn.add_source({Side::host, 1, 0, 0, UINT64_MAX});
+    size_t ts = jn.add_source({Side::target, 1, 0, 0, UINT64_MAX});
+    jn.add(hs, host_cmd(1'000'000, 1, 1, 8, 50'000));
+    jn.add(ts, target_cmd(9'000'000, 1, 1, 8, 52'000));  // longer than the host waited
+    jn.add(hs, host_cmd(2'000'000, 1, 2, 16, 50'000));
+    jn.add(ts, target_cmd(10'000'000, 1, 2, 16, 40'000));
+    DeviceTable devices;
+    devices.add_disk(kNvme0n1, "nvme0n1", 512);
+    Stats stats(devices, {});
+    ReportOptions ro;
+    ro.detail = true;
+    ro.join = jn.join([&](const Command& c) { stats.add(c); });
+    EXPECT_EQ(ro.join.negative_network, 1u);
+    Summary s = stats.summary();
+    ASSERT_EQ(s.groups.size(), 1u);
+    const auto& g = s.groups[0];
+    EXPECT_EQ(g.view, View::joined);
+    auto net = std::find_if(g.components.begin(), g.components.end(), [](const auto& c) {
+        return c.name == "network: wire and NICs (computed)";
+    });
+    ASSERT_NE(net, g.components.end());
+    EXPECT_EQ(net->negative, 1u);
+    EXPECT_DOUBLE_EQ(net->mean_us, (-2.0 + 10.0) / 2);
+    AssemblyCounts counts;
+    counts.records_host = 14;
+    counts.records_target = 8;
+    std::string text = summary_text(s, counts, ro);
+    EXPECT_NE(text.find("records: 14 host, 8 target; 2 matched (100 % of the host's)"),
+              std::string::npos)
+        << text;
+    EXPECT_NE(text.find("negative network: 1 joined commands"), std::string::npos) << text;
+    EXPECT_EQ(text.find("seam"), std::string::npos) << text;
+    EXPECT_NE(text.find("all with the target's side"), std::string::npos) << text;
+}
+
+// Two recordings, each through its own Assembler, on clocks 1 h apart: the
+// host's records (nvme_setup_cmd carries the command id) and the target's.
+TEST(Join, TwoRecordingsThroughTheAssembler) {
+    DeviceTable devices;
+    devices.add_disk(kNvme0n1, "nvme0n1", 512);
+    devices.add_target_namespace(1, "nvmet nsid 1", 512);
+    std::vector<Command> hosts, targets;
+    Assembler ha(devices, [&](const Command& c) { hosts.push_back(c); });
+    Assembler ta(devices, [&](const Command& c) { targets.push_back(c); });
+    const uint64_t hour = 3'600'000'000'000ull;
+    for (uint16_t i = 0; i < 20; i++) {
+        uint64_t t0 = 1'000'000 + i * 100'000ull;
+        uint16_t tag = i % 2;  // cids reused: (genctr << 12) | tag, genctr wraps at 16
+        uint16_t cid = static_cast<uint16_t>(((i / 2) & 0xf) << 12 | tag);
+        uint64_t lba = 8u * (i % 3);  // and LBAs repeat
+        auto setup = host(NVMETRACE_EV_NVME_SETUP, t0 + 1000, tag, lba);
+        setup.cid = cid;
+        setup.flags |= NVMETRACE_REC_HAS_CID;
+        setup.aux = 1;
+        for (const auto& r : {bio(t0, lba), setup, host(NVMETRACE_EV_RQ_ISSUE, t0 + 2000, tag, lba),
+                              host(NVMETRACE_EV_NVME_COMPLETE, t0 + 60'000, tag, lba),
+                              host(NVMETRACE_EV_RQ_COMPLETE, t0 + 61'000, tag, lba)})
+            ha.push(r);
+        uint64_t u = hour + t0 + 10'000;
+        for (auto r : {target(NVMETRACE_EV_NVMET_INIT, u, cid, lba, 8, 1),
+                       target(NVMETRACE_EV_NVMET_EXEC, u + 1000, cid, lba),
+                       target(NVMETRACE_EV_NVMET_BIO_DONE, u + 40'000 + i, cid, lba),
+                       target(NVMETRACE_EV_NVMET_COMPLETE, u + 41'000 + i, cid, lba)}) {
+            r.qid = 1;
+            ta.push(r);
+        }
+    }
+    ha.finish();
+    ta.finish();
+    ASSERT_EQ(hosts.size(), 20u);
+    ASSERT_EQ(targets.size(), 20u);
+    EXPECT_TRUE(hosts[0].has_cid);
+    Joiner jn;
+    size_t hs = jn.add_source({Side::host, 1, 0, ha.counts().first_ts, ha.counts().last_ts});
+    size_t ts = jn.add_source({Side::target, 1, 0, ta.counts().first_ts, ta.counts().last_ts});
+    for (const auto& c : hosts)
+        jn.add(hs, c);
+    for (const auto& c : targets)
+        jn.add(ts, c);
+    int i = 0;
+    JoinCounts jc = jn.join([&](const Command& c) {
+        ASSERT_EQ(view_of(c), View::joined);
+        // host span 58 us, target residence 41 us + i: the network tells them apart
+        EXPECT_EQ(static_cast<int64_t>(c.at(event_slot(NVMETRACE_EV_NVMET_INIT)) -
+                                       c.at(event_slot(NVMETRACE_EV_RQ_ISSUE))),
+                  58'000 - 41'000 - i);
+        i++;
+    });
+    EXPECT_EQ(jc.matched, 20u);
 }
 
 }  // namespace

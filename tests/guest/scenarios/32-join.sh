@@ -1,0 +1,89 @@
+#!/bin/bash
+# 32-join: one guest holds both roles of an nvme-tcp loopback; a recording of both is reported
+# joined (host and target commands matched by qid, command id, LBA and op). At 1-of-1 and
+# 1-of-10, for reads and writes: 100 % of the host's commands are matched, the computed network
+# is >= 0 for every one, and the joined end to end is the host's own (from the command dump).
+# lane-timeout: 300
+. "$NVMETRACE_SRC/tests/guest/lib.sh"
+need_ko
+need_bin
+NT=$NVMETRACE_BIN
+
+nvmet_tcp_setup
+dev=$(nvme_tcp_connect)
+insmod "$NVMETRACE_KO" || fail "insmod failed"
+
+for rw in randread randwrite; do
+	for s in 1 10; do
+		label="$rw-1of$s"
+		d=$RESULTS/$label
+		mkdir -p "$d"
+		"$NT" record -r host -r target -s "$s" -o "$d/rec.ntr" >"$d/record.out" 2>&1 &
+		rec=$!
+		sleep 0.5
+		run_fio "$label" --filename="/dev/$dev" --ioengine=libaio --direct=1 --rw="$rw" \
+			--bs=4k --iodepth=4 --size=64m --time_based --runtime=2 || fail "$label: fio failed"
+		sleep 0.2
+		kill -INT $rec
+		wait $rec || { cat "$d/record.out"; fail "$label: record failed"; }
+		"$NT" report --detail "$d/rec.ntr" >"$d/report.txt" || fail "$label: report failed"
+		cat "$d/report.txt"
+		"$NT" report --json "$d/rec.ntr" >"$d/report.json" || fail "$label: report --json failed"
+		"$NT" report --commands "$d/rec.ntr" >"$d/commands.jsonl" ||
+			fail "$label: report --commands failed"
+		python3 - "$label" "$d/report.json" "$d/commands.jsonl" <<'PY' || exit 1
+import json, sys
+label, rep, cmds = sys.argv[1:4]
+def fail(m):
+    print("FAIL: %s: %s" % (label, m), file=sys.stderr); sys.exit(1)
+r = json.load(open(rep))
+assert len(r) == 1, "one joined report expected"
+r = r[0]
+j = r.get("join")
+if not j:
+    fail("no join in the report of a host+target recording")
+if j["host"] == 0:
+    fail("no host command")
+if j["matched"] != j["host"]:
+    fail("%d of %d host commands matched: %s" % (j["matched"], j["host"], j))
+if j["negative_network"]:
+    fail("%d commands with a negative computed network" % j["negative_network"])
+groups = [g for g in r["groups"] if g["view"] == "joined"]
+if len(groups) != 1:
+    fail("expected one joined group, got %s" % [g["label"] for g in r["groups"]])
+g = groups[0]
+names = [c["name"] for c in g["components"]]
+for need in ("network: wire and NICs (computed)", "target driver, submission",
+             "storage: target block layer and drive", "end to end"):
+    if need not in names:
+        fail("no component %r: %s" % (need, names))
+for c in g["components"]:
+    if c["negative"]:
+        fail("component %s negative for %d commands" % (c["name"], c["negative"]))
+net = [c for c in g["components"] if c["name"] == "network: wire and NICs (computed)"][0]
+if net["min_us"] < 0:
+    fail("computed network min %.3f us" % net["min_us"])
+# the joined end to end is the host's own: block_bio_queue -> block_rq_complete
+e2e = []
+for line in open(cmds):
+    c = json.loads(line)
+    if c["side"] == "host" and c["status"] == 0:
+        ev = c["events"]
+        e2e.append(ev["block_rq_complete"] - ev["block_bio_queue"])
+if len(e2e) != g["n"]:
+    fail("joined group has %d commands, the dump %d host commands" % (g["n"], len(e2e)))
+mean = sum(e2e) / len(e2e) / 1000.0
+if abs(mean - g["latency_us"]["mean"]) > 0.0015:
+    fail("joined end to end %.4f us, the host's %.4f us" % (g["latency_us"]["mean"], mean))
+stages = sum(s["mean_us"] for s in g["stages"])
+if abs(stages - mean) > 0.011 * len(g["stages"]):
+    fail("stages add up to %.3f us, end to end %.3f us" % (stages, mean))
+print("ok   %-16s %d host commands, all matched; network mean %.2f us (min %.2f); e2e %.2f us"
+      % (label, j["host"], net["mean_us"], net["min_us"], mean))
+PY
+		grep -q "matched (100 % of the host's)" "$d/report.txt" || fail "$label: no matched line"
+	done
+done
+rmmod nvmetrace || fail "rmmod failed"
+nvme_disconnect_all
+nvmet_teardown

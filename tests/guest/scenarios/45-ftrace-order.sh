@@ -1,0 +1,142 @@
+#!/bin/bash
+# 45-ftrace-order: nvmetrace against the kernel's own tracefs events. While nvmetrace records
+# both roles of an nvme-tcp loopback, ftrace records nvme:nvme_setup_cmd, nvme:nvme_complete_rq,
+# nvmet:nvmet_req_init and nvmet:nvmet_req_complete with trace_clock mono (nvmetrace's clock).
+# For a sample of commands, found in both by (qid, cid, and the LBA where the event has it),
+# the order of the four events is the same in both, and each nvmetrace timestamp is within a
+# tolerance of ftrace's (ftrace prints microseconds).
+# lane-timeout: 240
+. "$NVMETRACE_SRC/tests/guest/lib.sh"
+need_ko
+need_bin
+NT=$NVMETRACE_BIN
+T=/sys/kernel/tracing
+[ -d "$T/events" ] || mount -t tracefs nodev "$T" 2>/dev/null || true
+[ -w "$T/trace_clock" ] || skip "no tracefs"
+
+nvmet_tcp_setup
+dev=$(nvme_tcp_connect)
+insmod "$NVMETRACE_KO" || fail "insmod failed"
+for e in nvme/nvme_setup_cmd nvme/nvme_complete_rq nvmet/nvmet_req_init nvmet/nvmet_req_complete; do
+	[ -e "$T/events/$e/enable" ] || skip "no tracepoint $e"
+done
+
+echo 0 >"$T/tracing_on"
+echo mono >"$T/trace_clock" || fail "trace_clock mono refused"
+echo 8192 >"$T/buffer_size_kb"
+echo >"$T/trace"
+for e in nvme/nvme_setup_cmd nvme/nvme_complete_rq nvmet/nvmet_req_init nvmet/nvmet_req_complete; do
+	echo 1 >"$T/events/$e/enable"
+done
+"$NT" record -r host -r target -s 1 -o "$RESULTS/rec.ntr" >"$RESULTS/record.out" 2>&1 &
+rec=$!
+sleep 0.5
+echo 1 >"$T/tracing_on"
+run_fio rd --filename="/dev/$dev" --ioengine=libaio --direct=1 --rw=randrw --bs=4k \
+	--iodepth=4 --size=64m --time_based --runtime=2 || fail "fio failed"
+echo 0 >"$T/tracing_on"
+kill -INT $rec
+wait $rec || { cat "$RESULTS/record.out"; fail "record failed"; }
+for e in nvme/nvme_setup_cmd nvme/nvme_complete_rq nvmet/nvmet_req_init nvmet/nvmet_req_complete; do
+	echo 0 >"$T/events/$e/enable"
+done
+cat "$T/trace" >"$RESULTS/ftrace.txt"
+echo >"$T/trace"
+echo local >"$T/trace_clock"
+grep -q 'lost\|overrun' "$T/per_cpu/cpu0/stats" 2>/dev/null && cat "$T/per_cpu/cpu0/stats"
+"$NT" report --commands "$RESULTS/rec.ntr" >"$RESULTS/commands.jsonl" || fail "report --commands failed"
+"$NT" report --detail "$RESULTS/rec.ntr"
+
+python3 - "$RESULTS/ftrace.txt" "$RESULTS/commands.jsonl" <<'PY' || exit 1
+import bisect, collections, json, random, re, sys
+ftrace, cmds = sys.argv[1:3]
+TOL_NS = 5_000_000  # under TCG on a loaded host the two probes of one tracepoint can be ms apart
+def fail(m):
+    print("FAIL: " + m, file=sys.stderr); sys.exit(1)
+# "   fio-123 [000] ..... 12.345678: nvme_setup_cmd: nvme0: disk=nvme0n1, qid=1, cmdid=4097, ..."
+line_re = re.compile(r"\s(\d+)\.(\d{6}): (nvmet?_\w+): (.*)$")
+ev = collections.defaultdict(list)  # (event, qid, cid) -> [(ts, lba)]
+n = 0
+for line in open(ftrace):
+    m = line_re.search(line)
+    if not m:
+        continue
+    ts = int(m.group(1)) * 1_000_000_000 + int(m.group(2)) * 1000
+    name, rest = m.group(3), m.group(4)
+    q = re.search(r"qid=(\d+), cmdid=(\d+)", rest)
+    if not q:
+        continue
+    lba = re.search(r"slba=(\d+)", rest)
+    ev[(name, int(q.group(1)), int(q.group(2)))].append((ts, int(lba.group(1)) if lba else None))
+    n += 1
+if n == 0:
+    fail("ftrace recorded nothing")
+for v in ev.values():
+    v.sort()
+# ftrace event -> nvmetrace's name of the same hook
+NAMES = {"nvme_setup_cmd": "nvme_setup_cmd", "nvme_complete_rq": "nvme_complete_rq",
+         "nvmet_req_init": "nvmet_req_init", "nvmet_req_complete": "nvmet_req_complete"}
+def nearest(name, qid, cid, ts, lba):
+    v = ev.get((name, qid, cid), [])
+    best = None
+    for t, l in v[bisect.bisect_left(v, (ts - TOL_NS,)):]:
+        if t > ts + TOL_NS:
+            break
+        if lba is not None and l is not None and l != lba:
+            continue
+        if best is None or abs(t - ts) < abs(best - ts):
+            best = t
+    return best
+host, target = [], []
+for line in open(cmds):
+    c = json.loads(line)
+    if "cid" not in c or "qid" not in c:
+        continue
+    (host if c["side"] == "host" else target).append(c)
+if not host or not target:
+    fail("no host or no target commands with qid and cid (%d, %d)" % (len(host), len(target)))
+# a command's four events: the host's and its target command's (same qid, cid, LBA; nearest)
+tkey = collections.defaultdict(list)
+for t in target:
+    tkey[(t["qid"], t["cid"], t["lba"])].append(t)
+random.seed(1)
+sample = random.sample(host, min(300, len(host)))
+checked, maxdiff, pairs = 0, 0, 0
+for h in sample:
+    hs = h["events"].get("nvme_setup_cmd")
+    if hs is None:
+        continue
+    cands = [t for t in tkey.get((h["qid"], h["cid"], h["lba"]), [])
+             if "nvmet_req_init" in t["events"]]
+    t = min(cands, key=lambda t: abs(t["events"]["nvmet_req_init"] - hs), default=None)
+    ours = [(e, h["events"][e], h) for e in ("nvme_setup_cmd", "nvme_complete_rq")
+            if e in h["events"]]
+    if t:
+        ours += [(e, t["events"][e], t) for e in ("nvmet_req_init", "nvmet_req_complete")
+                 if e in t["events"]]
+        pairs += 1
+    theirs = []
+    for e, ts, c in ours:
+        lba = c["lba"] if e in ("nvme_setup_cmd", "nvmet_req_init") else None
+        f = nearest(e, c["qid"], c["cid"], ts, lba)
+        if f is None:
+            fail("%s qid %d cid %d lba %d at %d: no ftrace event within %d us"
+                 % (e, c["qid"], c["cid"], c["lba"], ts, TOL_NS // 1000))
+        maxdiff = max(maxdiff, abs(f - ts))
+        theirs.append((e, f))
+    ord_ours = [e for e, ts, c in sorted(ours, key=lambda x: x[1])]
+    # ftrace's microseconds may tie: a tie agrees with either order
+    ft = dict(theirs)
+    for a, b in zip(ord_ours, ord_ours[1:]):
+        if ft[a] > ft[b]:
+            fail("qid %d cid %d lba %d: nvmetrace has %s before %s, ftrace after (%d > %d)"
+                 % (h["qid"], h["cid"], h["lba"], a, b, ft[a], ft[b]))
+    checked += 1
+if checked < min(50, len(host)) or pairs < checked * 0.9:
+    fail("only %d commands checked, %d with their target side" % (checked, pairs))
+print("ok   %d commands (%d with their target side): same order as ftrace; largest timestamp "
+      "difference %.1f us; %d ftrace events" % (checked, pairs, maxdiff / 1000, n))
+PY
+rmmod nvmetrace || fail "rmmod failed"
+nvme_disconnect_all
+nvmet_teardown
