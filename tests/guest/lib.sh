@@ -91,16 +91,17 @@ nvme_bdev_of() {
 	return 1
 }
 
+# nvme_tcp_connect [NQN] [OPTIONS]: OPTIONS are extra fabrics options, e.g. ",disable_sqflow"
 nvme_tcp_connect() {
-	local nqn=${1:-$NVMET_NQN} reply
+	local nqn=${1:-$NVMET_NQN} opts=${2:-} reply
 	need_module nvme_tcp
 	[ -c /dev/nvme-fabrics ] || wait_for 5 test -c /dev/nvme-fabrics || fail "/dev/nvme-fabrics missing"
 	exec 9<>/dev/nvme-fabrics
-	echo "transport=tcp,traddr=$NVMET_ADDR,trsvcid=$NVMET_PORT,nqn=$nqn" >&9 ||
-		{ exec 9<&-; fail "nvme-tcp connect to $NVMET_ADDR:$NVMET_PORT ($nqn) failed"; }
+	echo "transport=tcp,traddr=$NVMET_ADDR,trsvcid=$NVMET_PORT,nqn=$nqn$opts" >&9 ||
+		{ exec 9<&-; fail "nvme-tcp connect to $NVMET_ADDR:$NVMET_PORT ($nqn$opts) failed"; }
 	read -r reply <&9 || true
 	exec 9<&-
-	log "nvme-tcp: connected ($reply)" >&2
+	log "nvme-tcp: connected$opts ($reply)" >&2
 	wait_for 10 nvme_bdev_of "$nqn" >/dev/null || fail "no block device for $nqn after connect"
 	nvme_bdev_of "$nqn"
 }

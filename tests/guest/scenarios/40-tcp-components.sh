@@ -18,19 +18,8 @@ rm "$port/subsystems/$NVMET_NQN"
 echo 16384 >"$port/param_inline_data_size"
 ln -s "$NVMET_CFG/subsystems/$NVMET_NQN" "$port/subsystems/$NVMET_NQN"
 
-# connect OPTIONS...: like nvme_tcp_connect, with extra fabrics options
-connect() {
-	local opts=$1 reply
-	[ -c /dev/nvme-fabrics ] || wait_for 5 test -c /dev/nvme-fabrics || fail "/dev/nvme-fabrics missing"
-	exec 9<>/dev/nvme-fabrics
-	echo "transport=tcp,traddr=$NVMET_ADDR,trsvcid=$NVMET_PORT,nqn=$NVMET_NQN$opts" >&9 ||
-		{ exec 9<&-; fail "connect ($opts) failed"; }
-	read -r reply <&9 || true
-	exec 9<&-
-	log "nvme-tcp: connected$opts ($reply)" >&2
-	wait_for 10 nvme_bdev_of "$NVMET_NQN" >/dev/null || fail "no block device after connect"
-	nvme_bdev_of "$NVMET_NQN"
-}
+# connect OPTIONS: nvme_tcp_connect with extra fabrics options
+connect() { nvme_tcp_connect "$NVMET_NQN" "$1"; }
 
 need_module nvme_tcp
 insmod "$NVMETRACE_KO" || fail "insmod failed"
