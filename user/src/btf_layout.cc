@@ -133,17 +133,23 @@ std::optional<NvmetLayout> BtfLayout::nvmet() {
     };
     NvmetLayout out;
     for (const auto& w : wants) {
-        auto loc = member(w.st, w.mem);
+        auto loc = sized_member(w.st, w.mem, w.size);
         if (!loc)
             return std::nullopt;
-        if (loc->size != w.size) {
-            error_ = fmt::format("{}.{} is {} bytes in this kernel, nvmetrace reads {}", w.st,
-                                 w.mem, loc->size, w.size);
-            return std::nullopt;
-        }
         out.*(w.dst) = *loc;
     }
     return out;
+}
+
+std::optional<FieldLoc> BtfLayout::sized_member(const std::string& struct_name,
+                                                const std::string& member_name, uint32_t size) {
+    auto loc = member(struct_name, member_name);
+    if (loc && size && loc->size != size) {
+        error_ = fmt::format("{}.{} is {} bytes in this kernel, nvmetrace reads {}", struct_name,
+                             member_name, loc->size, size);
+        return std::nullopt;
+    }
+    return loc;
 }
 
 std::optional<uint32_t> BtfLayout::struct_size(const std::string& struct_name) {
@@ -186,14 +192,9 @@ std::optional<NvmeTcpLayout> BtfLayout::nvme_tcp() {
             out.offsets.push_back(*sz);
             continue;
         }
-        auto loc = member(w.st, w.mem);
+        auto loc = sized_member(w.st, w.mem, w.size);
         if (!loc)
             return std::nullopt;
-        if (w.size && loc->size != w.size) {
-            error_ = fmt::format("{}.{} is {} bytes in this kernel, nvmetrace reads {}", w.st,
-                                 w.mem, loc->size, w.size);
-            return std::nullopt;
-        }
         out.offsets.push_back(loc->offset);
     }
     return out;

@@ -48,6 +48,9 @@ public:
     // Byte offset and size of struct_name.member (direct member, or inside an
     // anonymous struct/union member). nullopt and error() set when absent.
     std::optional<FieldLoc> member(const std::string& struct_name, const std::string& member);
+    // member(), and its size must be `size` bytes (0: any size).
+    std::optional<FieldLoc> sized_member(const std::string& struct_name, const std::string& member,
+                                         uint32_t size);
 
     // All six nvmet fields, with sizes checked (pointers 8, qid/cntlid 2).
     std::optional<NvmetLayout> nvmet();

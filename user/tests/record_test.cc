@@ -134,6 +134,15 @@ TEST_F(FakeBtf, FindsNvmetOffsetsIncludingAnonymousMembers) {
     EXPECT_EQ(n->ctrl_cntlid.size, 2u);
 }
 
+TEST_F(FakeBtf, AFieldOfAnotherSizeIsRefused) {
+    BtfLayout l = BtfLayout::load("nvmet", dir_.string());
+    ASSERT_TRUE(l.ok()) << l.error();
+    EXPECT_TRUE(l.sized_member("nvmet_sq", "qid", 2));
+    EXPECT_TRUE(l.sized_member("nvmet_sq", "qid", 0));
+    EXPECT_FALSE(l.sized_member("nvmet_sq", "qid", 4));
+    EXPECT_EQ(l.error(), "nvmet_sq.qid is 2 bytes in this kernel, nvmetrace reads 4");
+}
+
 TEST_F(FakeBtf, MissingMemberOrModuleIsAClearError) {
     BtfLayout l = BtfLayout::load("nvmet", dir_.string());
     EXPECT_FALSE(l.member("nvmet_req", "nope"));
