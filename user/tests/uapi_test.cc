@@ -102,7 +102,9 @@ TEST(Uapi, NetlinkNumbersArePinned) {
     EXPECT_EQ(NVMETRACE_CMD_START, 3);
     EXPECT_EQ(NVMETRACE_CMD_STOP, 4);
     EXPECT_EQ(NVMETRACE_CMD_GET_HOOKS, 5);
-    EXPECT_EQ(NVMETRACE_CMD_MAX, 5);
+    EXPECT_EQ(NVMETRACE_CMD_POOL_GET, 6);
+    EXPECT_EQ(NVMETRACE_CMD_DMA_COST, 7);
+    EXPECT_EQ(NVMETRACE_CMD_MAX, 7);
 
     const int attrs[] = {
         NVMETRACE_A_UNSPEC,       NVMETRACE_A_ABI_VERSION,   NVMETRACE_A_MODULE_VERSION,
@@ -113,11 +115,15 @@ TEST(Uapi, NetlinkNumbersArePinned) {
         NVMETRACE_A_DEV,          NVMETRACE_A_HOOK,          NVMETRACE_A_HOOK_NAME,
         NVMETRACE_A_HOOK_KIND,    NVMETRACE_A_HOOK_STATE,    NVMETRACE_A_HOOK_ERROR,
         NVMETRACE_A_HOOK_HITS,    NVMETRACE_A_FLAGS,         NVMETRACE_A_PAD,
+        NVMETRACE_A_LAYOUT,       NVMETRACE_A_POOL,          NVMETRACE_A_DMA,
     };
     for (int i = 0; i < static_cast<int>(std::size(attrs)); i++)
         EXPECT_EQ(attrs[i], i) << "attribute #" << i << " moved";
     // New attributes go at the end (A_MAX grows); the ones above never move.
-    EXPECT_GE(NVMETRACE_A_MAX, 23);
+    EXPECT_GE(NVMETRACE_A_MAX, 26);
+    EXPECT_EQ(NVMETRACE_L_NVMET_TCP_BASE, 64);
+    EXPECT_EQ(NVMETRACE_L_NVME_RDMA_BASE, 96);
+    EXPECT_EQ(NVMETRACE_L_NVMET_RDMA_BASE, 128);
 
     EXPECT_EQ(NVMETRACE_STATE_IDLE, 0);
     EXPECT_EQ(NVMETRACE_STATE_RECORDING, 1);

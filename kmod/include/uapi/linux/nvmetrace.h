@@ -75,9 +75,11 @@ struct nvmetrace_ring_ctrl {
 /* ------------------------------------------------------------- records */
 
 /*
- * Events.  Host events are numbered from 1, target events from 32, transport
- * events from 64 (nvme-tcp host), 96 (nvmet-tcp), 128 (nvme-rdma) and 160
- * (nvmet-rdma).  A number is never reused for another meaning.
+ * Events.  Host events are numbered from 1 (block layer and nvme core, then
+ * from 16 the file/syscall level above the block layer), target events from
+ * 32, transport events from 64 (nvme-tcp host), 96 (nvmet-tcp), 128
+ * (nvme-rdma) and 160 (nvmet-rdma).  A number is never reused for another
+ * meaning.
  */
 enum nvmetrace_event {
 	NVMETRACE_EV_NONE		= 0,
@@ -125,6 +127,14 @@ enum nvmetrace_event {
 #define NVMETRACE_NO_LBA		(~(__u64)0)
 
 /*
+ * The premapped-buffer test pool: mmap() of /dev/nvmetrace at this offset maps
+ * the whole pool (pool_nr buffers of pool_buf_kb KiB each, module parameters,
+ * read in /sys/module/nvmetrace/parameters/), buffer i at i * buffer size.
+ * The mapping is page-backed, so it can be registered as io_uring fixed buffers.
+ */
+#define NVMETRACE_POOL_MMAP_OFFSET	(1ULL << 40)
+
+/*
  * nvmetrace_rec.dev of a hidden disk (an NVMe multipath path disk such as
  * nvme0c0n1, which has no dev_t): major 0, minor = the low 20 bits of its
  * disk sequence number (sysfs attribute "diskseq").
@@ -162,6 +172,8 @@ enum nvmetrace_genl_cmd {
 	NVMETRACE_CMD_START,		/* ROLE, SAMPLE, SEED, DEVS -> STATE */
 	NVMETRACE_CMD_STOP,		/* -> STATE */
 	NVMETRACE_CMD_GET_HOOKS,	/* dump: one HOOK nest per hook */
+	NVMETRACE_CMD_POOL_GET,		/* -> POOL: the premapped-buffer test pool */
+	NVMETRACE_CMD_DMA_COST,		/* DEV -> DMA: dma map/unmap cost per size */
 	__NVMETRACE_CMD_MAX,
 };
 #define NVMETRACE_CMD_MAX (__NVMETRACE_CMD_MAX - 1)
@@ -192,6 +204,8 @@ enum nvmetrace_genl_attr {
 	NVMETRACE_A_FLAGS,		/* u32: must be 0 for now */
 	NVMETRACE_A_PAD,
 	NVMETRACE_A_LAYOUT,		/* nest of NVMETRACE_L_*: private struct offsets */
+	NVMETRACE_A_POOL,		/* nest of NVMETRACE_P_*: buffer pool state */
+	NVMETRACE_A_DMA,		/* nest of NVMETRACE_D_*: dma mapping cost */
 	__NVMETRACE_A_MAX,
 };
 #define NVMETRACE_A_MAX (__NVMETRACE_A_MAX - 1)
@@ -233,7 +247,12 @@ enum nvmetrace_layout_attr {
 	NVMETRACE_L_TCP_REQ_LENTRY,	/* .lentry (llist_node) */
 	NVMETRACE_L_TCP_REQ_STATE,	/* .state (enum, 4 bytes) */
 	NVMETRACE_L_TCP_REQ_OFFSET,	/* .offset (size_t) */
-	__NVMETRACE_L_MAX,
+
+	/* further groups start at fixed numbers */
+	NVMETRACE_L_NVMET_TCP_BASE	= 64,	/* nvmet-tcp target group */
+	NVMETRACE_L_NVME_RDMA_BASE	= 96,	/* nvme-rdma host group */
+	NVMETRACE_L_NVMET_RDMA_BASE	= 128,	/* nvmet-rdma target group */
+	__NVMETRACE_L_MAX		= 160,
 };
 #define NVMETRACE_L_MAX (__NVMETRACE_L_MAX - 1)
 
