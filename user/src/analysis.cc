@@ -119,12 +119,18 @@ uint64_t Command::last_ts() const {
 
 // ----------------------------------------------------------------- devices
 
-void DeviceTable::add_disk(uint32_t dev, std::string name, uint32_t block_size) {
-    disks_[dev] = Disk{std::move(name), dev, block_size};
+void DeviceTable::add_disk(uint32_t dev, std::string name, uint32_t block_size, uint16_t cntlid) {
+    disks_[dev] = Disk{std::move(name), dev, block_size, cntlid};
 }
 
-void DeviceTable::add_path(uint32_t path_dev, uint32_t head_dev, std::string name) {
-    disks_[path_dev] = Disk{std::move(name), head_dev, 0};
+void DeviceTable::add_path(uint32_t path_dev, uint32_t head_dev, std::string name,
+                           uint16_t cntlid) {
+    disks_[path_dev] = Disk{std::move(name), head_dev, 0, cntlid};
+}
+
+uint16_t DeviceTable::cntlid(uint32_t dev) const {
+    auto it = disks_.find(dev);
+    return it == disks_.end() ? 0 : it->second.cntlid;
 }
 
 void DeviceTable::add_target_namespace(uint32_t nsid, std::string name, uint32_t block_size) {
@@ -268,6 +274,7 @@ void Assembler::push_host_rq(const nvmetrace_rec& rec, int slot) {
         c.size = rec.len;
         c.len_flags = rec.flags;
         c.dev = devices_.head(rec.dev);
+        c.cntlid = devices_.cntlid(rec.dev);
         if (rec.flags & NVMETRACE_REC_HAS_QID)
             c.qid = rec.qid;
         auto op = static_cast<uint8_t>(c.op);
@@ -636,170 +643,247 @@ std::string_view unmatched_reason(Unmatched u, Side side) {
                      : "not in the host recording (records lost or cut)";
         case Unmatched::no_other_side:
             return h ? "no target recording" : "no host recording";
+        case Unmatched::other_controller:
+            return h ? "no target recording for that controller"
+                     : "no host recording for that controller";
     }
     return "?";
 }
 
+std::string_view unmatched_key(Unmatched u) {
+    static constexpr std::string_view kKeys[] = {"no_command_id",  "not_sampled",
+                                                 "outside_window", "not_found",
+                                                 "no_other_side",  "other_controller"};
+    static_assert(std::size(kKeys) == kUnmatchedReasons);
+    return kKeys[static_cast<size_t>(u)];
+}
+
+uint64_t join_anchor(const Command& c) {
+    return c.side == Side::host ? host_anchor(c) : target_anchor(c);
+}
+
+std::optional<int64_t> estimate_offset(std::span<const Command> host,
+                                       std::span<const Command> target) {
+    struct K {
+        uint64_t lba;
+        uint32_t nsid;
+        uint16_t qid, cid, cntlid;
+        uint8_t op;
+        auto operator<=>(const K&) const = default;
+    };
+    // key -> (count, anchor) per side; cntlid 0 (unknown) on the host matches any
+    std::map<K, std::pair<uint32_t, uint64_t>> h, t;
+    for (const auto& c : host)
+        if (c.has_cid) {
+            auto& e = h[K{c.lba, c.nsid, c.qid, c.cid, 0, static_cast<uint8_t>(c.op)}];
+            e.first++;
+            e.second = host_anchor(c);
+        }
+    for (const auto& c : target) {
+        auto& e = t[K{c.lba, c.nsid, c.qid, c.cid, 0, static_cast<uint8_t>(c.op)}];
+        e.first++;
+        e.second = target_anchor(c);
+    }
+    std::vector<int64_t> offsets;
+    for (const auto& [k, hv] : h) {
+        auto it = t.find(k);
+        if (hv.first == 1 && it != t.end() && it->second.first == 1)
+            offsets.push_back(static_cast<int64_t>(it->second.second - hv.second));
+    }
+    if (offsets.empty())
+        return std::nullopt;
+    std::nth_element(offsets.begin(), offsets.begin() + offsets.size() / 2, offsets.end());
+    return offsets[offsets.size() / 2];
+}
+
+size_t Joiner::KeyHash::operator()(const Key& k) const {
+    uint64_t h = k.lba * 0x9e3779b97f4a7c15ull;
+    h ^= (uint64_t{k.qid} << 40 | uint64_t{k.cid} << 24 | uint64_t{k.op} << 16 | k.nsid) *
+         0xbf58476d1ce4e5b9ull;
+    return static_cast<size_t>(h ^ (h >> 31));
+}
+
+Joiner::Key Joiner::key_of(const Command& c) {
+    return Key{c.lba, c.nsid, c.qid, c.cid, static_cast<uint8_t>(c.op)};
+}
+
 size_t Joiner::add_source(const Source& s) {
     sources_.push_back(s);
+    bool host = false, target = false;
+    for (const auto& x : sources_)
+        (x.side == Side::host ? host : target) = true;
+    jc_.active = host && target;
     return sources_.size() - 1;
 }
 
-void Joiner::add(size_t source, const Command& cmd) {
-    (sources_.at(source).side == Side::host ? host_ : target_).push_back({cmd, source});
+void Joiner::set_window(size_t source, uint64_t first_ts, uint64_t last_ts) {
+    sources_.at(source).first_ts = first_ts;
+    sources_.at(source).last_ts = last_ts;
 }
 
-JoinCounts Joiner::join(const std::function<void(const Command&)>& sink) {
-    JoinCounts jc;
-    jc.host = host_.size();
-    jc.target = target_.size();
-    bool any_host = false, any_target = false;
-    for (const auto& s : sources_)
-        (s.side == Side::host ? any_host : any_target) = true;
-    jc.active = any_host && any_target;
+bool Joiner::compatible(const Entry& h, const Entry& t) const {
+    return !h.cmd.cntlid || h.cmd.cntlid == t.cmd.cntlid;
+}
 
-    struct Key {
-        uint16_t qid, cid;
-        uint8_t op;
-        uint32_t nsid;
-        uint64_t lba;
-        auto operator<=>(const Key&) const = default;
-    };
-    auto key_of = [](const Command& c) {
-        return Key{c.qid, c.cid, static_cast<uint8_t>(c.op), c.nsid, c.lba};
-    };
+void Joiner::match(Entry& h, Entry& t, const Sink& sink) {
+    int64_t net = 0;
+    Command j = join_commands(h.cmd, t.cmd, &net);
+    jc_.matched++;
+    jc_.negative_network += net < 0;
+    // Follow the clock: what this pair says the offset is, smoothed (the
+    // network's one-way time is in it; it only has to be close, not exact).
+    auto& off = sources_[h.source].offset_ns;
+    int64_t seen = static_cast<int64_t>(t.anchor) - static_cast<int64_t>(host_anchor(h.cmd));
+    off += (seen - off) / 16;
+    sink(j);
+}
 
-    // For each (host recording, target recording): the occurrences of each
-    // key, each side in its own order.
-    for (size_t hs = 0; hs < sources_.size() && jc.active; hs++) {
-        if (sources_[hs].side != Side::host)
-            continue;
-        for (size_t ts = 0; ts < sources_.size(); ts++) {
-            if (sources_[ts].side != Side::target)
+void Joiner::push(size_t source, const Command& cmd, const Sink& sink) {
+    const Source& src = sources_.at(source);
+    const int me = src.side == Side::host ? 0 : 1;
+    Entry e{cmd, static_cast<uint32_t>(source), false, 0};
+    e.anchor = join_anchor(cmd) + static_cast<uint64_t>(me == 0 ? src.offset_ns : 0);
+    const uint64_t done = cmd.last_ts() + static_cast<uint64_t>(me == 0 ? src.offset_ns : 0);
+    (me == 0 ? jc_.host : jc_.target)++;
+    if (jc_.active && (me == 1 || cmd.has_cid)) {
+        // The partner: same key, same controller, nearest the expected time.
+        Side_& other = pending_[1 - me];
+        auto [lo, hi] = other.index.equal_range(key_of(cmd));
+        auto best = other.index.end();
+        uint64_t best_d = opts_.window_ns;
+        size_t candidates = 0;
+        for (auto it = lo; it != hi; ++it) {
+            Entry& o = other.q[it->second - other.base];
+            if (!(me == 0 ? compatible(e, o) : compatible(o, e)))
                 continue;
-            std::map<Key, std::pair<std::vector<size_t>, std::vector<size_t>>> keys;
-            for (size_t i = 0; i < host_.size(); i++)
-                if (host_[i].source == hs && host_[i].partner < 0 && host_[i].cmd.has_cid)
-                    keys[key_of(host_[i].cmd)].first.push_back(i);
-            for (size_t i = 0; i < target_.size(); i++)
-                if (target_[i].source == ts && target_[i].partner < 0)
-                    keys[key_of(target_[i].cmd)].second.push_back(i);
-            auto by = [](auto anchor, auto& vec) {
-                return [anchor, &vec](size_t a, size_t b) {
-                    return anchor(vec[a].cmd) < anchor(vec[b].cmd);
-                };
-            };
-            for (auto& [k, hv] : keys) {
-                std::sort(hv.first.begin(), hv.first.end(), by(host_anchor, host_));
-                std::sort(hv.second.begin(), hv.second.end(), by(target_anchor, target_));
-            }
-            // The clock offset that the unambiguous pairs show (their median).
-            std::vector<int64_t> offsets;
-            for (auto& [k, hv] : keys)
-                if (hv.first.size() == 1 && hv.second.size() == 1)
-                    offsets.push_back(
-                        static_cast<int64_t>(target_anchor(target_[hv.second[0]].cmd) -
-                                             host_anchor(host_[hv.first[0]].cmd)));
-            std::optional<int64_t> offset;
-            if (!offsets.empty()) {
-                std::nth_element(offsets.begin(), offsets.begin() + offsets.size() / 2,
-                                 offsets.end());
-                offset = offsets[offsets.size() / 2];
-            }
-            for (auto& [k, hv] : keys) {
-                auto& [hi, ti] = hv;
-                if (hi.empty() || ti.empty())
-                    continue;
-                // Pair in order, the shorter list aligned where it agrees best
-                // with the offset (or at the start without one).
-                bool host_shorter = hi.size() <= ti.size();
-                size_t n = std::min(hi.size(), ti.size());
-                size_t slack = std::max(hi.size(), ti.size()) - n;
-                if (slack)
-                    jc.ambiguous++;
-                size_t best = 0;
-                if (slack && offset) {
-                    int64_t best_cost = INT64_MAX;
-                    for (size_t s = 0; s <= slack; s++) {
-                        int64_t cost = 0;
-                        for (size_t q = 0; q < n; q++) {
-                            size_t a = host_shorter ? hi[q] : hi[q + s];
-                            size_t b = host_shorter ? ti[q + s] : ti[q];
-                            int64_t d = static_cast<int64_t>(target_anchor(target_[b].cmd) -
-                                                             host_anchor(host_[a].cmd)) -
-                                        *offset;
-                            cost += d < 0 ? -d : d;
-                        }
-                        if (cost < best_cost) {
-                            best_cost = cost;
-                            best = s;
-                        }
-                    }
-                }
-                for (size_t q = 0; q < n; q++) {
-                    size_t a = host_shorter ? hi[q] : hi[q + best];
-                    size_t b = host_shorter ? ti[q + best] : ti[q];
-                    host_[a].partner = static_cast<int64_t>(b);
-                    target_[b].partner = static_cast<int64_t>(a);
-                }
-            }
-            // Why the others found nothing here.
-            auto window = [&](uint64_t t_other, const Source& other) {
-                return t_other >= other.first_ts && t_other <= other.last_ts;
-            };
-            for (auto& e : host_) {
-                if (e.source != hs || e.partner >= 0)
-                    continue;
-                const Source& o = sources_[ts];
-                if (!e.cmd.has_cid)
-                    e.why = Unmatched::no_command_id;
-                else if (!sampled(e.cmd.lba, o.seed, o.sample_n))
-                    e.why = Unmatched::not_sampled;
-                else if (offset && !window(host_anchor(e.cmd) + static_cast<uint64_t>(*offset), o))
-                    e.why = Unmatched::outside_window;
-                else
-                    e.why = Unmatched::not_found;
-            }
-            for (auto& e : target_) {
-                if (e.source != ts || e.partner >= 0)
-                    continue;
-                const Source& o = sources_[hs];
-                if (!sampled(e.cmd.lba, o.seed, o.sample_n))
-                    e.why = Unmatched::not_sampled;
-                else if (offset &&
-                         !window(target_anchor(e.cmd) - static_cast<uint64_t>(*offset), o))
-                    e.why = Unmatched::outside_window;
-                else
-                    e.why = Unmatched::not_found;
+            candidates++;
+            uint64_t d = o.anchor > e.anchor ? o.anchor - e.anchor : e.anchor - o.anchor;
+            if (d <= best_d) {
+                best_d = d;
+                best = it;
             }
         }
+        if (best != other.index.end()) {
+            Entry& o = other.q[best->second - other.base];
+            jc_.ambiguous += candidates > 1;
+            o.done = true;
+            other.live--;
+            other.index.erase(best);
+            me == 0 ? match(e, o, sink) : match(o, e, sink);
+            evict(std::max(now_, done), sink);
+            return;
+        }
     }
+    Side_& mine = pending_[me];
+    mine.index.emplace(key_of(cmd), mine.base + mine.q.size());
+    mine.q.push_back(std::move(e));
+    mine.live++;
+    jc_.peak_pending = std::max(jc_.peak_pending, pending());
+    evict(std::max(now_, done), sink);
+}
 
-    for (auto& e : host_) {
-        if (e.partner >= 0) {
-            int64_t net = 0;
-            Command j = join_commands(e.cmd, target_[static_cast<size_t>(e.partner)].cmd, &net);
-            jc.matched++;
-            jc.negative_network += net < 0;
-            sink(j);
-        } else {
-            if (!jc.active)
-                e.why = Unmatched::no_other_side;
-            jc.host_unmatched[static_cast<size_t>(e.why)]++;
-            sink(e.cmd);
+void Joiner::emit_unmatched(Entry& e, int side, const Sink& sink) {
+    Side mine = side == 0 ? Side::host : Side::target;
+    Unmatched why = Unmatched::not_found;
+    if (!jc_.active) {
+        why = Unmatched::no_other_side;
+    } else if (mine == Side::host && !e.cmd.has_cid) {
+        why = Unmatched::no_command_id;
+    } else {
+        // The other side's recordings of this controller, if any is known.
+        bool any_ctrl = false, any_sampled = false, any_inside = false;
+        for (size_t i = 0; i < sources_.size(); i++) {
+            const Source& o = sources_[i];
+            if (o.side == mine)
+                continue;
+            const uint16_t id = e.cmd.cntlid;
+            if (id && !o.cntlids.empty() &&
+                std::find(o.cntlids.begin(), o.cntlids.end(), id) == o.cntlids.end())
+                continue;
+            any_ctrl = true;
+            if (!sampled(e.cmd.lba, o.seed, o.sample_n))
+                continue;
+            any_sampled = true;
+            // the command's time on the other recording's clock
+            int64_t shift = mine == Side::host ? sources_[e.source].offset_ns : -o.offset_ns;
+            uint64_t t = join_anchor(e.cmd) + static_cast<uint64_t>(shift);
+            if (t >= o.first_ts && t <= o.last_ts)
+                any_inside = true;
+        }
+        why = !any_ctrl      ? Unmatched::other_controller
+              : !any_sampled ? Unmatched::not_sampled
+              : !any_inside  ? Unmatched::outside_window
+                             : Unmatched::not_found;
+    }
+    (side == 0 ? jc_.host_unmatched : jc_.target_unmatched)[static_cast<size_t>(why)]++;
+    sink(e.cmd);
+}
+
+void Joiner::evict(uint64_t now, const Sink& sink) {
+    now_ = now;
+    for (int side = 0; side < 2; side++) {
+        Side_& p = pending_[side];
+        while (!p.q.empty()) {
+            Entry& e = p.q.front();
+            if (!e.done) {
+                if (e.anchor + opts_.window_ns >= now)
+                    break;
+                auto [lo, hi] = p.index.equal_range(key_of(e.cmd));
+                for (auto it = lo; it != hi; ++it)
+                    if (it->second == p.base) {
+                        p.index.erase(it);
+                        break;
+                    }
+                p.live--;
+                emit_unmatched(e, side, sink);
+            }
+            p.q.pop_front();
+            p.base++;
         }
     }
-    for (auto& e : target_) {
-        if (e.partner >= 0)
+}
+
+JoinCounts Joiner::finish(const Sink& sink) {
+    evict(UINT64_MAX, sink);
+    JoinCounts out = jc_;
+    bool active = jc_.active;
+    jc_ = JoinCounts{};
+    jc_.active = active;
+    now_ = 0;
+    return out;
+}
+
+void Joiner::add(size_t source, const Command& cmd) {
+    buffered_.emplace_back(source, cmd);
+}
+
+JoinCounts Joiner::join(const Sink& sink) {
+    // each host recording's offset, from the keys it shares with the targets
+    std::vector<Command> targets;
+    for (const auto& [s, c] : buffered_)
+        if (sources_[s].side == Side::target)
+            targets.push_back(c);
+    for (size_t s = 0; s < sources_.size(); s++) {
+        if (sources_[s].side != Side::host)
             continue;
-        if (!jc.active)
-            e.why = Unmatched::no_other_side;
-        jc.target_unmatched[static_cast<size_t>(e.why)]++;
-        sink(e.cmd);
+        std::vector<Command> hosts;
+        for (const auto& [src, c] : buffered_)
+            if (src == s)
+                hosts.push_back(c);
+        if (auto off = estimate_offset(hosts, targets))
+            sources_[s].offset_ns = *off;
     }
-    host_.clear();
-    target_.clear();
-    return jc;
+    auto done = [&](const std::pair<size_t, Command>& x) {
+        const Source& src = sources_[x.first];
+        return x.second.last_ts() +
+               static_cast<uint64_t>(src.side == Side::host ? src.offset_ns : 0);
+    };
+    std::stable_sort(buffered_.begin(), buffered_.end(),
+                     [&](const auto& a, const auto& b) { return done(a) < done(b); });
+    for (const auto& [s, c] : buffered_)
+        push(s, c, sink);
+    buffered_.clear();
+    return finish(sink);
 }
 
 }  // namespace nvmetrace

@@ -22,6 +22,7 @@
 #include <array>
 #include <deque>
 #include <functional>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -93,10 +94,11 @@ int event_slot(uint16_t event);
 // namespaces.  Host dev numbers use the kernel encoding (major << 20 | minor).
 class DeviceTable {
 public:
-    // A namespace disk (nvme1n1), or an NVMe multipath head.
-    void add_disk(uint32_t dev, std::string name, uint32_t block_size = 0);
-    // A path disk (nvme1c1n1) of the multipath head `head`.
-    void add_path(uint32_t path_dev, uint32_t head_dev, std::string name = {});
+    // A namespace disk (nvme1n1), or an NVMe multipath head.  cntlid: the
+    // controller id of its controller (0: unknown, or a multipath head).
+    void add_disk(uint32_t dev, std::string name, uint32_t block_size = 0, uint16_t cntlid = 0);
+    // A path disk (nvme1c1n1) of the multipath head `head`, on controller cntlid.
+    void add_path(uint32_t path_dev, uint32_t head_dev, std::string name = {}, uint16_t cntlid = 0);
     // A target namespace (the nsid in nvmet_req_init's record).
     void add_target_namespace(uint32_t nsid, std::string name, uint32_t block_size);
 
@@ -106,12 +108,15 @@ public:
     std::string disk_name(uint32_t dev) const;
     std::string target_name(uint32_t nsid) const;
     uint32_t target_block_size(uint32_t nsid) const;  // 0: unknown
+    // The controller id of the controller a (path) disk belongs to; 0: unknown.
+    uint16_t cntlid(uint32_t dev) const;
 
 private:
     struct Disk {
         std::string name;
         uint32_t head = 0;
         uint32_t block_size = 0;
+        uint16_t cntlid = 0;
     };
     struct TargetNs {
         std::string name;
@@ -136,7 +141,9 @@ struct Command {
     uint64_t status = 0;          // block status (host) or NVMe status (target); 0: success
     uint16_t qid = 0;             // NVMe queue id (host: hctx + 1; target: the sq's)
     uint16_t cid = 0;             // NVMe command id, valid with has_cid
-    uint16_t cntlid = 0;          // target: controller id
+    uint16_t cntlid = 0;          // controller id (target: recorded; host: its disk's, from the
+                                  // recording's devices; 0: unknown)
+    uint16_t origin = 0;          // which host recording (several hosts in one report)
     bool has_cid = false;         // host: nvme_setup_cmd was recorded; target: always
     uint32_t present = 0;         // bit per slot of kEvents
     std::array<uint64_t, kMaxEvents> ts{};  // by slot, valid where present
@@ -439,58 +446,133 @@ Command join_commands(const Command& host, const Command& target, int64_t* netwo
 
 // Why a command found no partner on the other side.
 enum class Unmatched : uint8_t {
-    no_command_id,   // host: no nvme_setup_cmd record, so no command id
-    not_sampled,     // the other side's 1-of-N predicate does not pick its LBA
-    outside_window,  // it ran before or after the other recording
-    not_found,       // inside the other recording, but not in it (records lost, cut)
-    no_other_side,   // no recording of the other side
+    no_command_id,     // host: no nvme_setup_cmd record, so no command id
+    not_sampled,       // the other side's 1-of-N predicate does not pick its LBA
+    outside_window,    // it ran before or after the other recording
+    not_found,         // inside the other recording, but not in it (records lost, cut)
+    no_other_side,     // no recording of the other side
+    other_controller,  // the other side's recordings are not of its controller
 };
-inline constexpr size_t kUnmatchedReasons = 5;
+inline constexpr size_t kUnmatchedReasons = 6;
 std::string_view unmatched_reason(Unmatched u, Side side);
+std::string_view unmatched_key(Unmatched u);  // "not_sampled", for JSON
 
 struct JoinCounts {
     bool active = false;            // both sides were recorded: the join ran
     uint64_t host = 0, target = 0;  // completed commands offered
     uint64_t matched = 0;
     uint64_t negative_network = 0;  // matched commands whose computed network is < 0
-    uint64_t ambiguous = 0;         // keys seen more often on one side than on the other
+    uint64_t ambiguous = 0;         // matches chosen among several candidates (by time)
     std::array<uint64_t, kUnmatchedReasons> host_unmatched{}, target_unmatched{};
+    size_t peak_pending = 0;  // commands waiting for a partner at most, both sides
 };
 
-// Matches the host commands of one or more recordings with the target
-// commands of one or more recordings, by (qid, command id, LBA, op,
-// namespace): the host's command id and qid come from nvme_setup_cmd, the
-// target's from its records.  Command ids are reused (nvme-core: a 4-bit
-// generation over the tag), so one key can occur several times on each
-// side; its occurrences are paired in each side's own order within the qid.
-// When one side has more of them (the other recording started late or ended
-// early), the alignment is chosen that agrees best with the clock offset
-// the unambiguous pairs show.  Clocks are otherwise never compared.
-// Buffers every command it is given (a report, not a live recording).
+// Matches host commands with target commands, streaming, in bounded memory.
+//
+// Key: (controller id, qid, command id, LBA, op, namespace): the host's
+// command id and qid come from nvme_setup_cmd, its controller id from the
+// recording's devices (0: unknown, matches any); the target's from its
+// records.  The clocks of the machines are never used in a figure: each host
+// recording gets an offset onto the target's clock (`Source::offset_ns`,
+// estimated by estimate_offset() from commands whose key occurs once on each
+// side, then followed as matches come: clocks drift), and it is used only to
+// pick, among the commands with the same key (command ids are reused: a 4-bit
+// generation over the tag), the one at the expected time -- which is the
+// per-queue order, as both sides see a queue's commands in the same order.
+//
+// Feed commands with push() in the order of their completion on the target's
+// clock (host: ts + offset_ns), all recordings interleaved (see merge in
+// run_report's join); each is matched as it comes or waits, at most `window`
+// past its send, for its partner.  Memory: the commands waiting, i.e. about
+// the command rate times the window for unmatched ones, and times the offset
+// error (small after the first matches) for matched ones.
 class Joiner {
 public:
     struct Source {
         Side side = Side::host;
         uint32_t sample_n = 1;
         uint64_t seed = 0;
-        uint64_t first_ts = 0, last_ts = 0;  // the recording's window, its own clock
+        uint64_t first_ts = 0, last_ts = UINT64_MAX;  // the recording's window, its own clock
+        // host: added to its timestamps to land on the target's clock
+        int64_t offset_ns = 0;
+        // host: the controllers of its devices; target: the controllers it
+        // served.  Empty: unknown (then no command is "other_controller").
+        std::vector<uint16_t> cntlids;
     };
-    // A recording; returns its index for add().
+    struct Options {
+        uint64_t window_ns = 2'000'000'000;  // how long a command waits for its partner
+    };
+    using Sink = std::function<void(const Command&)>;
+
+    Joiner() : Joiner(Options{}) {}
+    explicit Joiner(Options opts) : opts_(opts) {}
+
+    // A recording; returns its index for push() and add().
     size_t add_source(const Source& s);
+    Source& source(size_t i) { return sources_.at(i); }
+    // The window of a source once known (a file's last record is known at its end).
+    void set_window(size_t source, uint64_t first_ts, uint64_t last_ts);
+
+    // Streaming: one command, in completion order on the target's clock.
+    // Hands matched (joined) commands and those whose wait ran out to sink.
+    void push(size_t source, const Command& cmd, const Sink& sink);
+    // Everything still waiting is unmatched; returns the counts.
+    JoinCounts finish(const Sink& sink);
+
+    // Buffered, for tests and small inputs: add() every command, then join()
+    // estimates each host recording's offset from all of them, sorts by
+    // completion and streams them through push()/finish().
     void add(size_t source, const Command& cmd);
-    // Hands every command to the sink: the host's in their order (joined or
-    // host-only), then the target's that found no host command.
-    JoinCounts join(const std::function<void(const Command&)>& sink);
+    JoinCounts join(const Sink& sink);
+
+    size_t pending() const { return pending_[0].live + pending_[1].live; }
 
 private:
+    struct Key {
+        uint64_t lba;
+        uint32_t nsid;
+        uint16_t qid, cid;
+        uint8_t op;
+        bool operator==(const Key&) const = default;
+    };
+    struct KeyHash {
+        size_t operator()(const Key& k) const;
+    };
     struct Entry {
         Command cmd;
-        size_t source;
-        int64_t partner = -1;  // index in the other side's vector
-        Unmatched why = Unmatched::not_found;
+        uint32_t source;
+        bool done;
+        uint64_t anchor;  // on the target's clock
     };
+    struct Side_ {
+        std::deque<Entry> q;  // arrival order; q[i] has id base + i
+        uint64_t base = 0;
+        size_t live = 0;
+        std::unordered_multimap<Key, uint64_t, KeyHash> index;
+    };
+
+    static Key key_of(const Command& c);
+    bool compatible(const Entry& host, const Entry& target) const;
+    void emit_unmatched(Entry& e, int side, const Sink& sink);
+    void evict(uint64_t now, const Sink& sink);
+    void match(Entry& host, Entry& target, const Sink& sink);
+
+    Options opts_;
     std::vector<Source> sources_;
-    std::vector<Entry> host_, target_;
+    Side_ pending_[2];  // [0] host, [1] target
+    uint64_t now_ = 0;
+    JoinCounts jc_;
+    std::vector<std::pair<size_t, Command>> buffered_;
 };
+
+// The anchor of a command for matching: the host's last send-side event, the
+// target's nvmet_req_init.
+uint64_t join_anchor(const Command& c);
+
+// The offset (target clock - host clock) that the commands whose key occurs
+// exactly once in `host` and once in `target` agree on (their median), or
+// nullopt when there are none.
+std::optional<int64_t> estimate_offset(std::span<const Command> host,
+                                       std::span<const Command> target);
 
 }  // namespace nvmetrace

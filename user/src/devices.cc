@@ -206,9 +206,11 @@ void devices_from_json(const nlohmann::json& devices, DeviceTable& table) {
     for (const auto& d : devices) {
         std::string kind = d.value("kind", "");
         if (kind == "disk") {
-            table.add_disk(d.value("dev", 0u), d.value("name", ""), d.value("lbs", 0u));
+            table.add_disk(d.value("dev", 0u), d.value("name", ""), d.value("lbs", 0u),
+                           static_cast<uint16_t>(d.value("cntlid", 0u)));
         } else if (kind == "path") {
-            table.add_path(d.value("dev", 0u), d.value("head_dev", 0u), d.value("name", ""));
+            table.add_path(d.value("dev", 0u), d.value("head_dev", 0u), d.value("name", ""),
+                           static_cast<uint16_t>(d.value("cntlid", 0u)));
         } else if (kind == "target_ns") {
             std::string dp = d.value("device_path", "");
             std::string name = fs::path(dp).filename();

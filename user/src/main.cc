@@ -1,6 +1,7 @@
 // nvmetrace: control the nvmetrace module and read what it records.
 //
 // Exit status: 0 success, 1 error (one line on stderr), 2 usage error.
+#include "compare.h"
 #include "error.h"
 #include "genl.h"
 #include "probe.h"
@@ -101,6 +102,24 @@ int run(int argc, char** argv) {
     report->add_flag("--commands", rep.commands,
                      "One JSON line per command (its events' timestamps) instead of the report");
 
+    CompareOptions cmp;
+    std::vector<std::string> cmp_runs;
+    double min_change_pct = cmp.rule.min_change * 100, min_share_pct = cmp.rule.min_share * 100;
+    CLI::App* compare = app.add_subcommand(
+        "compare", "Two runs side by side: per group and stage, A, B, delta, ratio, what moved");
+    compare->add_option("runs", cmp_runs, "A.ntr B.ntr: one recording per run");
+    compare->add_option("--a", cmp.a, "Recordings of run A (e.g. its host's and target's)");
+    compare->add_option("--b", cmp.b, "Recordings of run B");
+    compare->add_flag("--json", cmp.json, "JSON instead of text");
+    compare->add_option("--confidence", cmp.rule.confidence,
+                        "Two-sided confidence that a difference of means is not noise (0.999)");
+    compare->add_option("--min-change", min_change_pct,
+                        "Smallest change that counts, % of A's stage mean (10)");
+    compare->add_option("--min-share", min_share_pct,
+                        "Smallest change that counts, % of A's end to end (2)");
+    report->add_option("--join-window", rep.join_window_s,
+                       "Seconds a command waits for its partner on the other side (2)");
+
     try {
         app.parse(argc, argv);
     } catch (const CLI::CallForHelp& e) {
@@ -133,6 +152,19 @@ int run(int argc, char** argv) {
     }
     if (report->parsed())
         return run_report(rep);
+    if (compare->parsed()) {
+        if (!cmp_runs.empty()) {
+            if (cmp_runs.size() != 2 || !cmp.a.empty() || !cmp.b.empty())
+                throw Error(
+                    "compare: give two recordings (compare A.ntr B.ntr), or each run's "
+                    "recordings with --a and --b (compare --a H.ntr T.ntr --b H2.ntr T2.ntr)");
+            cmp.a = {cmp_runs[0]};
+            cmp.b = {cmp_runs[1]};
+        }
+        cmp.rule.min_change = min_change_pct / 100;
+        cmp.rule.min_share = min_share_pct / 100;
+        return run_compare(cmp);
+    }
     return kExitUsage;  // unreachable: require_subcommand(1)
 }
 

@@ -5,6 +5,7 @@
 #include "devices.h"
 #include "error.h"
 #include "genl.h"
+#include "join.h"
 #include "recfile.h"
 #include "report.h"
 #include "ring_reader.h"
@@ -332,132 +333,40 @@ void print_command(const Command& c) {
     fmt::print("{}\n", j.dump());
 }
 
-void add_counts(AssemblyCounts& a, const AssemblyCounts& b) {
-    a.records_host += b.records_host;
-    a.records_target += b.records_target;
-    a.records_unknown += b.records_unknown;
-    a.records_out_of_order += b.records_out_of_order;
-    a.complete += b.complete;
-    a.cut_start += b.cut_start;
-    a.cut_end += b.cut_end;
-    a.lost_end += b.lost_end;
-    a.bios_unmatched += b.bios_unmatched;
-    a.inserts_unmatched += b.inserts_unmatched;
-    a.multipath_duplicates += b.multipath_duplicates;
-    a.repeats += b.repeats;
-}
-
 // `report` of recordings that hold both roles between them (one file of
-// host+target, or a host's file and a target's): host commands are joined
-// with their target commands (Joiner) and reported together, on the host's
-// clock.  Returns false, having printed nothing, when they do not.
+// host+target, or the hosts' files and the target's): host commands are
+// joined with their target commands (join_files(), streaming) and reported
+// together, on the host's clock.  Returns false, having printed nothing,
+// when the files do not hold both sides.
 bool report_joined(const ReportCommandOptions& opts, int* rc) {
-    struct File {
-        RecordingMeta meta;
-        std::vector<Command> cmds;
-        AssemblyCounts counts;
-        uint64_t duration = 0, lost = 0;
-        std::vector<std::string> notes;
-        std::string problem;
-        RecordingEnd end = RecordingEnd::clean;
-    };
-    std::vector<File> files;
-    DeviceTable table;
-    bool any_host = false, any_target = false;
-    for (const auto& path : opts.files) {
-        RecordingReader reader = RecordingReader::open(path);
-        File f;
-        f.meta = reader.meta();
-        devices_from_json(f.meta.devices, table);
-        DeviceTable own;
-        devices_from_json(f.meta.devices, own);
-        Assembler assembler(own, [&](const Command& c) { f.cmds.push_back(c); });
-        reader.for_each([&](std::span<const nvmetrace_rec> recs) {
-            for (const auto& r : recs)
-                assembler.push(r);
-        });
-        assembler.finish();
-        f.counts = assembler.counts();
-        const auto start = static_cast<uint64_t>(f.meta.start_monotonic_ns);
-        if (reader.trailer()) {
-            f.duration = reader.trailer()->duration_ns;
-            f.lost = reader.trailer()->lost;
-        } else if (f.counts.last_ts > start) {
-            f.duration = f.counts.last_ts - start;
-        }
-        f.notes = reader.notes();
-        f.end = reader.end();
-        if (f.end != RecordingEnd::clean)
-            f.problem = reader.problem();
-        any_host = any_host || f.counts.records_host;
-        any_target = any_target || f.counts.records_target;
-        files.push_back(std::move(f));
-    }
-    auto tell = [&] {
-        for (size_t i = 0; i < files.size(); i++) {
-            for (const auto& n : files[i].notes)
-                fmt::print(stderr, "nvmetrace: {}: {}\n", opts.files[i], n);
-            if (files[i].end != RecordingEnd::clean) {
-                fmt::print(stderr, "nvmetrace: {}\n", files[i].problem);
-                if (files[i].end == RecordingEnd::corrupt)
-                    *rc = 1;
-            }
-        }
-    };
-    if (!any_host || !any_target)
+    if (opts.commands || !files_hold_both_sides(opts.files))
         return false;
-
-    if (opts.commands) {
-        for (const auto& f : files)
-            for (const auto& c : f.cmds)
-                print_command(c);
-        tell();
-        return true;
-    }
-
-    // The host's recording sets the sampling rate, origin and duration.
-    const File* host_file = nullptr;
-    Joiner joiner;
-    AssemblyCounts counts;
+    JoinFilesOptions jo;
+    if (opts.join_window_s > 0)
+        jo.window_ns = static_cast<uint64_t>(opts.join_window_s * 1e9);
+    JoinedReport r = join_files(opts.files, jo);
     ReportOptions ro;
     ro.detail = opts.detail;
-    std::vector<std::string> on;
-    for (const auto& f : files) {
-        for (Side side : {Side::host, Side::target}) {
-            bool has = side == Side::host ? f.counts.records_host : f.counts.records_target;
-            if (!has)
-                continue;
-            size_t src = joiner.add_source(
-                {side, f.meta.sample, f.meta.seed, f.counts.first_ts, f.counts.last_ts});
-            for (const auto& c : f.cmds)
-                if (c.side == side)
-                    joiner.add(src, c);
-        }
-        if (f.counts.records_host && !host_file)
-            host_file = &f;
-        add_counts(counts, f.counts);
-        // a file of both roles cannot tell whose ring lost its records
-        (f.counts.records_host ? ro.lost_host : ro.lost_target) += f.lost;
-        std::string where = fmt::format("{} (kernel {})", f.meta.hostname, f.meta.kernel_release);
-        if (std::find(on.begin(), on.end(), where) == on.end())
-            on.push_back(where);
-    }
-    ro.recorded_on = fmt::format("{}", fmt::join(on, " and "));
-    Stats stats(table, {.sample_n = host_file->meta.sample,
-                        .origin_ns = static_cast<uint64_t>(host_file->meta.start_monotonic_ns)});
-    ro.join = joiner.join([&](const Command& c) { stats.add(c); });
-    const Summary summary = stats.summary(host_file->duration);
+    ro.recorded_on = r.recorded_on;
+    ro.lost_host = r.lost_host;
+    ro.lost_target = r.lost_target;
+    ro.join = r.join;
     if (opts.json) {
-        nlohmann::json j = summary_json(summary, counts, ro);
+        nlohmann::json j = summary_json(r.summary, r.counts, ro);
         j["files"] = opts.files;
         j["role"] = "joined";
         nlohmann::json all = nlohmann::json::array();
         all.push_back(j);
         fmt::print("{}\n", all.dump(2));
     } else {
-        fmt::print("{}", summary_text(summary, counts, ro));
+        fmt::print("{}", summary_text(r.summary, r.counts, ro));
     }
-    tell();
+    for (const auto& n : r.notes)
+        fmt::print(stderr, "nvmetrace: {}\n", n);
+    for (const auto& p : r.problems)
+        fmt::print(stderr, "nvmetrace: {}\n", p);
+    if (r.corrupt)
+        *rc = 1;
     return true;
 }
 

@@ -41,8 +41,9 @@ struct ReportCommandOptions {
     std::vector<std::string> files;
     bool detail = false;
     bool json = false;
-    bool commands = false;  // one JSON line per command instead of the report
-    bool no_join = false;   // host and target reported apart even when both are there
+    bool commands = false;     // one JSON line per command instead of the report
+    bool no_join = false;      // host and target reported apart even when both are there
+    double join_window_s = 0;  // how long a command waits for its partner; 0: default
 };
 
 int run_report(const ReportCommandOptions& opts);

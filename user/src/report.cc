@@ -190,8 +190,8 @@ std::string summary_text(const Summary& s, const AssemblyCounts& counts,
                 jc.negative_network);
         if (jc.ambiguous)
             out += fmt::format(
-                "ambiguous: {} (qid, command id, LBA) keys occur more often on one side; paired "
-                "by order\n",
+                "ambiguous: {} commands had several candidates with their key (qid, command id, "
+                "LBA); the one at the expected time was taken\n",
                 jc.ambiguous);
     }
 
@@ -294,12 +294,10 @@ nlohmann::json summary_json(const Summary& s, const AssemblyCounts& counts,
     const JoinCounts& jc = opts.join;
     if (jc.active) {
         json hu = json::object(), tu = json::object();
-        static constexpr const char* kWhy[] = {"no_command_id", "not_sampled", "outside_window",
-                                               "not_found", "no_other_side"};
-        static_assert(std::size(kWhy) == kUnmatchedReasons);
         for (size_t r = 0; r < kUnmatchedReasons; r++) {
-            hu[kWhy[r]] = jc.host_unmatched[r];
-            tu[kWhy[r]] = jc.target_unmatched[r];
+            std::string k(unmatched_key(static_cast<Unmatched>(r)));
+            hu[k] = jc.host_unmatched[r];
+            tu[k] = jc.target_unmatched[r];
         }
         j["join"] = {
             {"host", jc.host},

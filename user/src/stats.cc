@@ -102,6 +102,9 @@ struct Stats::Group {
     uint64_t size;
     uint64_t bytes = 0;  // sum of sizes
     Accumulator e2e;
+    double e2e_sq = 0;               // sum of squares (us^2), for the standard deviation
+    std::vector<double> stage_sq;    // per stage, likewise
+    std::vector<int64_t> stage_now;  // scratch: this command's time per stage
     std::vector<Accumulator> segments;
     std::vector<Accumulator> details;
     // the current interval
@@ -126,6 +129,8 @@ Stats::Group& Stats::group_for(const Command& cmd) {
             cmd.size,
             cmd.side,
             cmd.side == Side::host ? cmd.dev : 0,
+            cmd.side == Side::host ? cmd.origin : uint16_t{0},
+            cmd.side == Side::host && device_label_ ? cmd.cntlid : uint16_t{0},
             cmd.side == Side::target ? cmd.nsid : 0,
             view,
             missing_boundaries(cmd, opts_.table),
@@ -141,12 +146,15 @@ Stats::Group& Stats::group_for(const Command& cmd) {
         g->size = cmd.size;
         g->size_label =
             cmd.size_in_blocks ? fmt::format("{} blocks", cmd.size) : size_label(cmd.size);
-        g->device =
-            cmd.side == Side::host ? devices_.disk_name(cmd.dev) : devices_.target_name(cmd.nsid);
+        g->device = cmd.side == Side::target ? devices_.target_name(cmd.nsid)
+                    : device_label_          ? device_label_(cmd)
+                                             : devices_.disk_name(cmd.dev);
         g->label = fmt::format("{} {} {}", op_name(cmd.op), g->size_label, g->device);
         if (!g->layout.missing.empty())
             g->label += fmt::format(" (no {})", fmt::join(g->layout.missing, ", "));
         g->segments.resize(g->layout.segments.size());
+        g->stage_sq.resize(g->layout.stages.size());
+        g->stage_now.resize(g->layout.stages.size());
         g->i_segments.resize(g->layout.segments.size());
         g->details.resize(g->layout.details.size());
         slot = std::move(g);
@@ -183,10 +191,18 @@ void Stats::add(const Command& cmd) {
     g.i_n++;
     g.i_sum += e2e;
     g.i_hist.add(e2e);
+    const double e2e_us = static_cast<double>(e2e) / 1e3;
+    g.e2e_sq += e2e_us * e2e_us;
+    std::fill(g.stage_now.begin(), g.stage_now.end(), 0);
     for (size_t j = 0; j < l.segments.size(); j++) {
         int64_t d = span(l.segments[j].from_slot, l.segments[j].to_slot);
         g.segments[j].add(d);
         g.i_segments[j] += d;
+        g.stage_now[l.segments[j].stage] += d;
+    }
+    for (size_t st = 0; st < g.stage_now.size(); st++) {
+        const double v = static_cast<double>(g.stage_now[st]) / 1e3;
+        g.stage_sq[st] += v * v;
     }
     for (size_t j = 0; j < l.details.size(); j++)
         if (cmd.has(l.details[j].from_slot) && cmd.has(l.details[j].to_slot))
@@ -249,6 +265,18 @@ void Stats::close_interval(uint64_t end_ns) {
         sink_(iv);
 }
 
+namespace {
+
+// The sample standard deviation from n, the mean and the sum of squares.
+double sample_sd(uint64_t n, double mean, double sum_sq) {
+    if (n < 2)
+        return 0;
+    const double var = (sum_sq - static_cast<double>(n) * mean * mean) / static_cast<double>(n - 1);
+    return var > 0 ? std::sqrt(var) : 0;
+}
+
+}  // namespace
+
 Summary Stats::summary(uint64_t duration_ns) const {
     Summary s;
     s.sample_n = opts_.sample_n;
@@ -284,6 +312,7 @@ Summary Stats::summary(uint64_t duration_ns) const {
         gs.p99_us = g.e2e.hist.quantile(0.99) / 1e3;
         gs.p999_us = g.e2e.hist.quantile(0.999) / 1e3;
         gs.avg_qd = gs.rate * gs.mean_us / 1e6;
+        gs.sd_us = sample_sd(gs.n, gs.mean_us, g.e2e_sq);
 
         for (size_t st = 0; st < l.stages.size(); st++) {
             int64_t sum = 0;
@@ -298,6 +327,7 @@ Summary Stats::summary(uint64_t duration_ns) const {
             ss.mean_us = gs.n ? static_cast<double>(sum) / gs.n / 1e3 : 0;
             ss.share = g.e2e.sum ? static_cast<double>(sum) / static_cast<double>(g.e2e.sum) : 0;
             ss.avg_qd = gs.rate * ss.mean_us / 1e6;
+            ss.sd_us = sample_sd(gs.n, ss.mean_us, g.stage_sq[st]);
             gs.stages.push_back(std::move(ss));
         }
 

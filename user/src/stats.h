@@ -85,6 +85,7 @@ struct StageSummary {
     double mean_us = 0;
     double share = 0;   // of the end-to-end mean, 0..1
     double avg_qd = 0;  // commands in this stage on average (Little's law)
+    double sd_us = 0;   // standard deviation over the group's commands
 };
 
 struct ComponentSummary {
@@ -110,6 +111,7 @@ struct GroupSummary {
     double bytes_per_s = 0;            // estimated
     double mean_us = 0, p50_us = 0, p99_us = 0, p999_us = 0;
     double avg_qd = 0;  // end to end
+    double sd_us = 0;   // of the end to end
     std::vector<StageSummary> stages;
     std::vector<ComponentSummary> components;  // path order, then "end to end"
 };
@@ -162,6 +164,13 @@ public:
     Stats(const Stats&) = delete;
     Stats& operator=(const Stats&) = delete;
 
+    // The device part of a host group's label (default: the disk's name);
+    // with it, host groups are also split per recording and controller
+    // (Command::origin, cntlid).  Before the first add().
+    void set_device_label(std::function<std::string(const Command&)> fn) {
+        device_label_ = std::move(fn);
+    }
+
     // A command from the Assembler.  Commands must come in order of their
     // last event (the Assembler's order) for the intervals to be right.
     void add(const Command& cmd);
@@ -183,13 +192,16 @@ private:
         bool size_in_blocks;
         uint64_t size;
         Side side;
-        uint32_t dev;   // host
-        uint32_t nsid;  // target
+        uint32_t dev;     // host
+        uint16_t origin;  // host: which recording
+        uint16_t cntlid;  // host: its controller
+        uint32_t nsid;    // target
         View view;
         uint32_t missing;  // required boundaries on its path with no record
         uint32_t present;  // layout_key(): the events on the command's path
         auto tie() const {
-            return std::tie(op, size_in_blocks, size, side, dev, nsid, view, missing, present);
+            return std::tie(op, size_in_blocks, size, side, dev, origin, cntlid, nsid, view,
+                            missing, present);
         }
         bool operator<(const Key& o) const { return tie() < o.tie(); }
     };
@@ -200,6 +212,7 @@ private:
 
     const DeviceTable& devices_;
     Options opts_;
+    std::function<std::string(const Command&)> device_label_;
     IntervalSink sink_;
     std::map<Key, std::unique_ptr<Group>> groups_;
     Group* last_ = nullptr;  // most commands go to the group of the one before

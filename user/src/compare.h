@@ -1,0 +1,84 @@
+// `nvmetrace compare`: two runs side by side, per group and stage, and which
+// stages moved beyond noise.
+//
+// Each run is one or more recordings (a host's and its target's are joined,
+// as in `report`).  Groups of A and B are paired by label (op, size, device)
+// and view; a group whose device was renamed between the runs is paired with
+// the only unpaired group of B of the same op, size and view.
+//
+// The rule (documented in README.md and Documentation/design.md): a stage
+// moved when
+//   1. the difference of its means is beyond noise: |B - A| exceeds z times
+//      its standard error sqrt(sA^2/nA + sB^2/nB) (Welch; z from the
+//      two-sided confidence, 99.9 % by default: z = 3.29), computed from the
+//      per-command times, and
+//   2. it matters: |B - A| is at least min_change of A's mean for the stage
+//      (10 %) and at least min_share of A's end to end (2 %).
+// Means of thousands of commands are near-normal whatever the distribution,
+// so (1) holds its confidence; (2) keeps a tiny stage with a tight
+// distribution from being flagged for a change nobody would act on.
+#pragma once
+
+#include "stats.h"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace nvmetrace {
+
+struct CompareRule {
+    double confidence = 0.999;  // two-sided, for the difference of the means
+    double min_change = 0.10;   // of A's stage mean
+    double min_share = 0.02;    // of A's end-to-end mean
+};
+
+// The z of a two-sided confidence (0.999 -> 3.29).
+double z_for_confidence(double confidence);
+
+struct Moments {
+    uint64_t n = 0;
+    double mean_us = 0, sd_us = 0;
+};
+
+struct StageDelta {
+    std::string name;
+    std::optional<Moments> a, b;  // absent: the stage is not in that run's group
+    double delta_us = 0;          // b - a
+    double ratio = 0;             // b / a (0 when a's mean is 0)
+    double z = 0;                 // delta / standard error
+    int moved = 0;                // +1 up, -1 down, 0 not beyond noise (or absent)
+};
+
+struct GroupDelta {
+    std::string label;  // A's (B's when renamed: "nvme0n1 -> nvme1n1")
+    View view = View::host_only;
+    Moments a, b;                    // end to end
+    std::vector<StageDelta> stages;  // A's stages in order, then B's extra ones
+    StageDelta end_to_end;
+};
+
+struct Comparison {
+    CompareRule rule;
+    double z = 0;
+    std::vector<GroupDelta> groups;
+    std::vector<std::string> only_a, only_b;  // group labels without a partner
+};
+
+Comparison compare_summaries(const Summary& a, const Summary& b, const CompareRule& rule = {});
+
+std::string comparison_text(const Comparison& c, const std::string& a_name,
+                            const std::string& b_name);
+nlohmann::json comparison_json(const Comparison& c);
+
+struct CompareOptions {
+    std::vector<std::string> a, b;  // recordings of each run
+    bool json = false;
+    CompareRule rule;
+};
+
+int run_compare(const CompareOptions& opts);
+
+}  // namespace nvmetrace

@@ -1,0 +1,136 @@
+#include "compare.h"
+
+#include "join.h"
+#include "synth.h"
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <string>
+
+#include <gtest/gtest.h>
+
+namespace nvmetrace {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Dir {
+    fs::path path;
+    Dir() {
+        char tmpl[] = "/tmp/nvmetrace-compare-test-XXXXXX";
+        path = mkdtemp(tmpl);
+    }
+    ~Dir() { fs::remove_all(path); }
+    std::string operator/(const std::string& f) const { return (path / f).string(); }
+};
+
+const StageDelta& stage(const GroupDelta& g, const std::string& name) {
+    for (const auto& s : g.stages)
+        if (s.name == name)
+            return s;
+    throw std::runtime_error("no stage " + name);
+}
+
+// Run A, and run B from other random draws with `change` applied.
+Comparison run_ab(const Dir& d, void (*change)(synth::Options&)) {
+    synth::Options a;
+    a.commands = 3000;
+    synth::Options b = a;
+    b.rng_seed = 99;
+    b.host_start_ns = 9'000'000'000;
+    change(b);
+    synth::write(d / "ha.ntr", d / "ta.ntr", a);
+    synth::write(d / "hb.ntr", d / "tb.ntr", b);
+    JoinedReport ra = join_files({d / "ha.ntr", d / "ta.ntr"});
+    JoinedReport rb = join_files({d / "hb.ntr", d / "tb.ntr"});
+    return compare_summaries(ra.summary, rb.summary);
+}
+
+TEST(Compare, ZOfAConfidence) {
+    EXPECT_NEAR(z_for_confidence(0.999), 3.2905, 1e-3);
+    EXPECT_NEAR(z_for_confidence(0.95), 1.9600, 1e-3);
+    EXPECT_THROW(z_for_confidence(1.5), std::exception);
+}
+
+TEST(Compare, BusyDriveMovesStorageOnly) {
+    Dir d;
+    Comparison c = run_ab(d, [](synth::Options& b) { b.storage *= 3; });
+    ASSERT_EQ(c.groups.size(), 1u);
+    const GroupDelta& g = c.groups[0];
+    EXPECT_EQ(g.view, View::joined);
+    const StageDelta& st = stage(g, "storage");
+    EXPECT_EQ(st.moved, 1);
+    EXPECT_NEAR(st.ratio, 3.0, 0.1);
+    EXPECT_NEAR(st.delta_us, 100.0, 3.0);
+    for (const auto& s : g.stages) {
+        if (s.name != "storage") {
+            EXPECT_EQ(s.moved, 0) << s.name << " delta " << s.delta_us << " z " << s.z;
+        }
+    }
+    EXPECT_EQ(g.end_to_end.moved, 1);
+    std::string text = comparison_text(c, "A", "B");
+    EXPECT_NE(text.find("moved: storage up 3."), std::string::npos) << text;
+    nlohmann::json j = comparison_json(c);
+    EXPECT_EQ(j["groups"][0]["view"], "joined");
+    bool seen = false;
+    for (const auto& s : j["groups"][0]["stages"])
+        if (s["name"] == "storage") {
+            EXPECT_EQ(s["moved"], "up");
+            seen = true;
+        } else {
+            EXPECT_TRUE(s["moved"].is_null()) << s.dump();
+        }
+    EXPECT_TRUE(seen);
+}
+
+TEST(Compare, BusyNetworkMovesNetworkOnly) {
+    Dir d;
+    Comparison c = run_ab(d, [](synth::Options& b) {
+        b.net_out *= 4;
+        b.net_back *= 4;
+    });
+    ASSERT_EQ(c.groups.size(), 1u);
+    EXPECT_EQ(stage(c.groups[0], "network").moved, 1);
+    EXPECT_EQ(stage(c.groups[0], "storage").moved, 0);
+    EXPECT_EQ(stage(c.groups[0], "target driver").moved, 0);
+}
+
+TEST(Compare, SameSystemTwiceMovesNothing) {
+    Dir d;
+    Comparison c = run_ab(d, [](synth::Options&) {});
+    ASSERT_EQ(c.groups.size(), 1u);
+    for (const auto& s : c.groups[0].stages) {
+        EXPECT_EQ(s.moved, 0) << s.name << " delta " << s.delta_us << " z " << s.z;
+    }
+    EXPECT_EQ(c.groups[0].end_to_end.moved, 0);
+    EXPECT_NE(comparison_text(c, "A", "B").find("moved: nothing beyond noise"), std::string::npos);
+}
+
+TEST(Compare, TinyButRealChangeIsNotFlagged) {
+    // 2 % more storage: certain with 3000 commands, but below the 10 % rule
+    Dir d;
+    Comparison c = run_ab(d, [](synth::Options& b) { b.storage = b.storage * 102 / 100; });
+    const StageDelta& st = stage(c.groups[0], "storage");
+    EXPECT_GT(st.z, 3.3);
+    EXPECT_EQ(st.moved, 0);
+}
+
+TEST(Compare, GroupsWithoutPartnerAreListed) {
+    Summary a, b;
+    GroupSummary g;
+    g.label = "read 4KiB nvme0n1";
+    g.size_label = "4KiB";
+    g.n = 10;
+    a.groups.push_back(g);
+    g.op = Op::write;
+    g.label = "write 4KiB nvme0n1";
+    b.groups.push_back(g);
+    Comparison c = compare_summaries(a, b);
+    EXPECT_TRUE(c.groups.empty());
+    EXPECT_EQ(c.only_a, std::vector<std::string>{"read 4KiB nvme0n1"});
+    EXPECT_EQ(c.only_b, std::vector<std::string>{"write 4KiB nvme0n1"});
+}
+
+}  // namespace
+}  // namespace nvmetrace
