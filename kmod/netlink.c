@@ -3,6 +3,9 @@
  * The control channel: generic netlink family
  * NVMETRACE_GENL_NAME (commands and attributes: <linux/nvmetrace.h>).
  *
+ * Commands: GET_VERSION, GET_STATUS, START, STOP, GET_HOOKS (dump), POOL_GET
+ * (pool.c) and DMA_COST (dmacost.c).
+ *
  * Every command needs CAP_NET_ADMIN (GENL_ADMIN_PERM) and exists only in the
  * initial network namespace (.netnsok unset): the rings are global.  Every
  * request is strictly validated against nvmetrace_genl_policy: unknown or
