@@ -3,7 +3,8 @@
  * /dev/nvmetrace, the data channel.
  *
  * The device does one thing: mmap() of one CPU's ring, at file offset
- * cpu * map_size, exactly map_size bytes, shared, never executable.  No read,
+ * cpu * map_size, exactly map_size bytes, shared, never executable; or, at
+ * NVMETRACE_POOL_MMAP_OFFSET, of the whole test pool (pool.c).  No read,
  * write or ioctl: control goes through generic netlink (netlink.c).
  *
  * Lifetime: the fops below are owned by this module, so every open file pins
@@ -38,6 +39,9 @@ static int nvmetrace_chardev_mmap(struct file *file, struct vm_area_struct *vma)
 {
 	unsigned long map_pages = nvmetrace_dev.map_size >> PAGE_SHIFT;
 	unsigned long cpu;
+
+	if (vma->vm_pgoff >= NVMETRACE_POOL_MMAP_OFFSET >> PAGE_SHIFT)
+		return nvmetrace_pool_mmap(file, vma);
 
 	/* the consumer writes tail: a private (COW) copy would never reach us */
 	if (!(vma->vm_flags & VM_SHARED) || (vma->vm_flags & VM_EXEC))

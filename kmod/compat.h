@@ -21,6 +21,8 @@
 #ifndef NVMETRACE_COMPAT_H
 #define NVMETRACE_COMPAT_H
 
+#include <linux/blkdev.h>
+#include <linux/file.h>
 #include <linux/mm.h>
 #include <linux/version.h>
 
@@ -36,6 +38,76 @@ static inline void nvmetrace_vm_flags_mod(struct vm_area_struct *vma,
 	vm_flags_mod(vma, set, clear);
 #else
 	vma->vm_flags = (vma->vm_flags | set) & ~clear;
+#endif
+}
+
+/*
+ * io_uring of v6.1 refuses to register fixed buffers in a file-backed
+ * mapping other than shmem or hugetlbfs (io_pin_pages(): "don't support
+ * file backed memory"), so the pool mapping, whose vm_file is
+ * /dev/nvmetrace, would get -EOPNOTSUPP.  Upstream commit "io_uring: rsrc:
+ * delegate VMA file-backed check to GUP" (v6.5) left that check to
+ * GUP, which allows a device's pages.  Before v6.5 the pool mapping gives
+ * up its file, as /dev/zero's MAP_SHARED mmap replaces it (shmem_zero_setup();
+ * mmap_region() copes with ->mmap changing vm_file).  The pool's vm_ops hold
+ * the module instead (pool.c).  Called at the end of ->mmap, mmap lock held
+ * for writing; the caller of mmap still holds the file.
+ */
+static inline void nvmetrace_pool_drop_vm_file(struct vm_area_struct *vma)
+{
+#if LINUX_VERSION_CODE < KERNEL_VERSION(6, 5, 0)
+	fput(vma->vm_file);
+	vma->vm_file = NULL;
+#endif
+}
+
+/*
+ * Opening a block device by dev_t for a moment (DMA_COST, POOL_GET), read
+ * only, not exclusively.  Upstream commit "block: replace fmode_t with
+ * a block-specific type for block open flags" (v6.5) and the holder ops of
+ * that release changed blkdev_get_by_dev()/blkdev_put(); "bdev: open block
+ * device as files" (v6.9) replaced them with bdev_file_open_by_dev(), and
+ * blkdev_get_by_dev() is gone from 6.12.  Process context, may sleep.
+ */
+struct nvmetrace_bdev {
+	struct block_device *bdev;
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 9, 0)
+	struct file *file;
+#endif
+};
+
+static inline int nvmetrace_bdev_open(dev_t dev, struct nvmetrace_bdev *b)
+{
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 9, 0)
+	struct file *f = bdev_file_open_by_dev(dev, BLK_OPEN_READ, NULL, NULL);
+
+	if (IS_ERR(f))
+		return PTR_ERR(f);
+	b->file = f;
+	b->bdev = file_bdev(f);
+#else
+	struct block_device *bdev;
+
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 5, 0)
+	bdev = blkdev_get_by_dev(dev, BLK_OPEN_READ, NULL, NULL);
+#else
+	bdev = blkdev_get_by_dev(dev, FMODE_READ, NULL);
+#endif
+	if (IS_ERR(bdev))
+		return PTR_ERR(bdev);
+	b->bdev = bdev;
+#endif
+	return 0;
+}
+
+static inline void nvmetrace_bdev_close(struct nvmetrace_bdev *b)
+{
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 9, 0)
+	fput(b->file);
+#elif LINUX_VERSION_CODE >= KERNEL_VERSION(6, 5, 0)
+	blkdev_put(b->bdev, NULL);
+#else
+	blkdev_put(b->bdev, FMODE_READ);
 #endif
 }
 

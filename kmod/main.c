@@ -3,7 +3,7 @@
  * Load and unload.
  *
  * Load brings the parts up from the inside out, so nothing is reachable
- * before what it uses exists: rings, hooks (nothing attached yet), the
+ * before what it uses exists: rings, the test pool, hooks (nothing attached yet), the
  * device, and last the netlink family, through which recording starts.
  * Unload goes the other way; it cannot begin while /dev/nvmetrace is open or
  * mapped (see chardev.c), so freeing the rings last is safe.
@@ -49,9 +49,12 @@ static int __init nvmetrace_init(void)
 	err = nvmetrace_rings_alloc(nr_recs);
 	if (err)
 		return err;
-	err = nvmetrace_hooks_init();
+	err = nvmetrace_pool_init();
 	if (err)
 		goto out_rings;
+	err = nvmetrace_hooks_init();
+	if (err)
+		goto out_pool;
 	err = nvmetrace_chardev_init();
 	if (err)
 		goto out_hooks;
@@ -67,6 +70,8 @@ out_chardev:
 	nvmetrace_chardev_exit();
 out_hooks:
 	nvmetrace_hooks_exit();
+out_pool:
+	nvmetrace_pool_exit();
 out_rings:
 	nvmetrace_rings_free();
 	return err;
@@ -77,6 +82,7 @@ static void __exit nvmetrace_exit(void)
 	nvmetrace_genl_exit();		/* no more commands; stops recording */
 	nvmetrace_chardev_exit();
 	nvmetrace_hooks_exit();
+	nvmetrace_pool_exit();
 	nvmetrace_rings_free();
 }
 

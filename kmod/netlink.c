@@ -3,6 +3,9 @@
  * The control channel: generic netlink family
  * NVMETRACE_GENL_NAME (commands and attributes: <linux/nvmetrace.h>).
  *
+ * Commands: GET_VERSION, GET_STATUS, START, STOP, GET_HOOKS (dump), POOL_GET
+ * (pool.c) and DMA_COST (dmacost.c).
+ *
  * Every command needs CAP_NET_ADMIN (GENL_ADMIN_PERM) and exists only in the
  * initial network namespace (.netnsok unset): the rings are global.  Every
  * request is strictly validated against nvmetrace_genl_policy: unknown or
@@ -50,6 +53,23 @@ static const struct nla_policy nvmetrace_genl_policy[NVMETRACE_A_MAX + 1] = {
 	[NVMETRACE_A_LAYOUT]	= NLA_POLICY_NESTED(nvmetrace_genl_layout_policy),
 	/* the "reserved bit set" check: unknown flags -> -EINVAL + extack */
 	[NVMETRACE_A_FLAGS]	= NLA_POLICY_MASK(NLA_U32, NVMETRACE_FLAGS_KNOWN),
+};
+
+/*
+ * POOL_GET and DMA_COST have policies of their own, so DEV is accepted at the
+ * top level only there (START takes devices inside DEVS).
+ */
+static const struct nla_policy nvmetrace_genl_pool_policy[NVMETRACE_A_MAX + 1] = {
+	[NVMETRACE_A_DEV]	= { .type = NLA_U32 },
+};
+
+static const struct nla_policy nvmetrace_genl_dma_req_policy[NVMETRACE_D_MAX + 1] = {
+	[NVMETRACE_D_ITERS]	= NLA_POLICY_RANGE(NLA_U32, 1, NVMETRACE_DMA_ITERS_MAX),
+};
+
+static const struct nla_policy nvmetrace_genl_dma_policy[NVMETRACE_A_MAX + 1] = {
+	[NVMETRACE_A_DEV]	= { .type = NLA_U32 },
+	[NVMETRACE_A_DMA]	= NLA_POLICY_NESTED(nvmetrace_genl_dma_req_policy),
 };
 
 static struct genl_family nvmetrace_genl_family;
@@ -302,6 +322,96 @@ static int nvmetrace_genl_stop(struct sk_buff *skb, struct genl_info *info)
 	return nvmetrace_genl_reply_state(info, nvmetrace_genl_do_stop());
 }
 
+/*
+ * POOL_GET: the module's test pool, and the kernel's blk_iobuf pool (of DEV's
+ * queue, when DEV is given).
+ */
+static int nvmetrace_genl_pool_get(struct sk_buff *skb, struct genl_info *info)
+{
+	struct nlattr *dev_attr = info->attrs[NVMETRACE_A_DEV];
+	struct nvmetrace_pool_stats st;
+	struct sk_buff *msg;
+	struct nlattr *nest;
+	void *hdr;
+	int err;
+
+	nvmetrace_pool_stats(&st);
+	msg = nvmetrace_genl_reply_new(info, &hdr);
+	if (!msg)
+		return -ENOMEM;
+	nest = nla_nest_start(msg, NVMETRACE_A_POOL);
+	if (!nest ||
+	    nla_put_u64_64bit(msg, NVMETRACE_P_BUF_SIZE, st.buf_size, NVMETRACE_P_PAD) ||
+	    nla_put_u32(msg, NVMETRACE_P_NR_BUFS, st.nr_asked) ||
+	    nla_put_u32(msg, NVMETRACE_P_ALLOCATED, st.nr_bufs) ||
+	    nla_put_u32(msg, NVMETRACE_P_FALLBACKS, st.fallbacks) ||
+	    nla_put_u64_64bit(msg, NVMETRACE_P_BYTES, st.bytes, NVMETRACE_P_PAD) ||
+	    nla_put_u32(msg, NVMETRACE_P_ORDER, st.order) ||
+	    nla_put_u32(msg, NVMETRACE_P_MIN_ORDER, st.min_order) ||
+	    nla_put_u32(msg, NVMETRACE_P_FOLIOS, st.nr_folios) ||
+	    nla_put_s32(msg, NVMETRACE_P_NODE, st.nid) ||
+	    nla_put_u32(msg, NVMETRACE_P_MAPPINGS, st.mappings) ||
+	    nla_put_u64_64bit(msg, NVMETRACE_P_MMAP_OFFSET,
+			      NVMETRACE_POOL_MMAP_OFFSET, NVMETRACE_P_PAD)) {
+		nlmsg_free(msg);
+		return -EMSGSIZE;
+	}
+	err = nvmetrace_kpool_put(info, msg, dev_attr ? nla_get_u32(dev_attr) : 0,
+				  dev_attr);
+	if (err) {
+		nlmsg_free(msg);
+		return err < 0 ? err : -EMSGSIZE;
+	}
+	nla_nest_end(msg, nest);
+	if (dev_attr && nla_put_u32(msg, NVMETRACE_A_DEV, nla_get_u32(dev_attr))) {
+		nlmsg_free(msg);
+		return -EMSGSIZE;
+	}
+	return nvmetrace_genl_reply_send(msg, hdr, info);
+}
+
+/* DMA_COST: DEV (required), optionally DMA { ITERS }. */
+static int nvmetrace_genl_dma_cost(struct sk_buff *skb, struct genl_info *info)
+{
+	u32 iters = NVMETRACE_DMA_ITERS_DEFAULT, dev;
+	struct nlattr *tb[NVMETRACE_D_MAX + 1];
+	struct sk_buff *msg;
+	void *hdr;
+	int err;
+
+	if (GENL_REQ_ATTR_CHECK(info, NVMETRACE_A_DEV))
+		return -EINVAL;
+	dev = nla_get_u32(info->attrs[NVMETRACE_A_DEV]);
+	if (info->attrs[NVMETRACE_A_DMA]) {
+		err = nla_parse_nested(tb, NVMETRACE_D_MAX, info->attrs[NVMETRACE_A_DMA],
+				       nvmetrace_genl_dma_req_policy, info->extack);
+		if (err)
+			return err;
+		if (tb[NVMETRACE_D_ITERS])
+			iters = nla_get_u32(tb[NVMETRACE_D_ITERS]);
+	}
+
+	msg = genlmsg_new(nvmetrace_dma_reply_size(iters), GFP_KERNEL);
+	if (!msg)
+		return -ENOMEM;
+	hdr = genlmsg_put_reply(msg, info, &nvmetrace_genl_family, 0,
+				info->genlhdr->cmd);
+	if (!hdr) {
+		nlmsg_free(msg);
+		return -EMSGSIZE;
+	}
+	if (nla_put_u32(msg, NVMETRACE_A_DEV, dev)) {
+		nlmsg_free(msg);
+		return -EMSGSIZE;
+	}
+	err = nvmetrace_dma_cost(info, dev, iters, msg);
+	if (err) {
+		nlmsg_free(msg);
+		return err;
+	}
+	return nvmetrace_genl_reply_send(msg, hdr, info);
+}
+
 static int nvmetrace_genl_get_hooks(struct sk_buff *skb,
 				    struct netlink_callback *cb)
 {
@@ -333,6 +443,20 @@ static const struct genl_ops nvmetrace_genl_ops[] = {
 		.cmd	= NVMETRACE_CMD_GET_HOOKS,
 		.flags	= GENL_ADMIN_PERM,
 		.dumpit	= nvmetrace_genl_get_hooks,
+	},
+	{
+		.cmd	= NVMETRACE_CMD_POOL_GET,
+		.flags	= GENL_ADMIN_PERM,
+		.doit	= nvmetrace_genl_pool_get,
+		.policy	= nvmetrace_genl_pool_policy,
+		.maxattr = NVMETRACE_A_MAX,
+	},
+	{
+		.cmd	= NVMETRACE_CMD_DMA_COST,
+		.flags	= GENL_ADMIN_PERM,
+		.doit	= nvmetrace_genl_dma_cost,
+		.policy	= nvmetrace_genl_dma_policy,
+		.maxattr = NVMETRACE_A_MAX,
 	},
 };
 

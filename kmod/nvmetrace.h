@@ -9,6 +9,8 @@
  *   netlink.c   generic netlink family: version, status, start/stop, hooks
  *   hooks.c     attaching to tracepoints/kprobes (the only part that knows
  *               about NVMe); calls the producer below from its probes
+ *   pool.c      the premapped-buffer test pool (large folios, mmap)
+ *   dmacost.c   DMA map/unmap cost of a block device's DMA device
  *   compat.h    every kernel-version difference
  */
 #ifndef NVMETRACE_H
@@ -119,6 +121,37 @@ void nvmetrace_rings_free(void);
 void *nvmetrace_ring_base(unsigned int cpu);
 void nvmetrace_ring_counts(unsigned int cpu, u64 *records, u64 *lost);
 void nvmetrace_rings_totals(u64 *records, u64 *lost);
+
+/* pool.c — init/exit at load/unload; mmap from chardev.c's ->mmap */
+struct file;
+struct vm_area_struct;
+struct nvmetrace_pool_stats {
+	u64 buf_size;			/* 0: no pool */
+	u32 nr_asked;			/* pool_nr */
+	u32 nr_bufs;			/* allocated */
+	u32 fallbacks;
+	u64 bytes;
+	u32 order, min_order, nr_folios;
+	s32 nid;
+	u32 mappings;
+};
+int nvmetrace_pool_init(void);
+void nvmetrace_pool_exit(void);
+int nvmetrace_pool_mmap(struct file *file, struct vm_area_struct *vma);
+void nvmetrace_pool_stats(struct nvmetrace_pool_stats *s);
+
+/*
+ * The device work of POOL_GET (the kernel's blk_iobuf pool, pool.c) and
+ * DMA_COST (dmacost.c): put their attributes into msg.  Process context,
+ * may sleep.
+ */
+struct genl_info;
+struct sk_buff;
+int nvmetrace_kpool_put(struct genl_info *info, struct sk_buff *msg, u32 dev,
+			bool have_dev);
+int nvmetrace_dma_cost(struct genl_info *info, u32 dev, u32 iters,
+		       struct sk_buff *msg);
+size_t nvmetrace_dma_reply_size(u32 iters);
 
 /* chardev.c */
 int nvmetrace_chardev_init(void);

@@ -56,6 +56,9 @@ const nla_policy* attr_policy() {
         set(NVMETRACE_A_HOOK_ERROR, NLA_U32);  // s32 on the wire; same size
         set(NVMETRACE_A_HOOK_HITS, NLA_U64);
         set(NVMETRACE_A_FLAGS, NLA_U32);
+        set(NVMETRACE_A_LAYOUT, NLA_NESTED);
+        set(NVMETRACE_A_POOL, NLA_NESTED);
+        set(NVMETRACE_A_DMA, NLA_NESTED);
         return p;
     }();
     return policy.data();
@@ -65,10 +68,12 @@ std::string attr_name(int attr) {
     // In enum order; an attribute added to the header but not here is shown
     // by number.
     static constexpr const char* names[] = {
-        "UNSPEC",    "ABI_VERSION",   "MODULE_VERSION", "RING_VERSION", "STATE", "NR_RINGS",
-        "RING_RECS", "RING_MAP_SIZE", "REC_SIZE",       "RECORDS",      "LOST",  "ROLE",
-        "SAMPLE",    "SEED",          "DEVS",           "DEV",          "HOOK",  "HOOK_NAME",
-        "HOOK_KIND", "HOOK_STATE",    "HOOK_ERROR",     "HOOK_HITS",    "FLAGS", "PAD",
+        "UNSPEC",     "ABI_VERSION", "MODULE_VERSION", "RING_VERSION", "STATE",
+        "NR_RINGS",   "RING_RECS",   "RING_MAP_SIZE",  "REC_SIZE",     "RECORDS",
+        "LOST",       "ROLE",        "SAMPLE",         "SEED",         "DEVS",
+        "DEV",        "HOOK",        "HOOK_NAME",      "HOOK_KIND",    "HOOK_STATE",
+        "HOOK_ERROR", "HOOK_HITS",   "FLAGS",          "PAD",          "LAYOUT",
+        "POOL",       "DMA",
     };
     if (attr >= 0 && static_cast<size_t>(attr) < std::size(names))
         return names[attr];
@@ -136,6 +141,10 @@ std::string command_name(uint8_t cmd) {
             return "STOP";
         case NVMETRACE_CMD_GET_HOOKS:
             return "GET_HOOKS";
+        case NVMETRACE_CMD_POOL_GET:
+            return "POOL_GET";
+        case NVMETRACE_CMD_DMA_COST:
+            return "DMA_COST";
         default:
             return fmt::format("command {}", cmd);
     }
@@ -437,6 +446,176 @@ std::vector<HookInfo> GenlClient::get_hooks() {
     };
     transact(new_request(cmd, NLM_F_DUMP), cmd, reply);
     return hooks;
+}
+
+namespace {
+
+// A nested attribute's members, validated against `policy` (size maxattr+1).
+template <size_t N>
+std::array<nlattr*, N> parse_nest(nlattr* nest, const nla_policy* policy, uint8_t cmd,
+                                  const char* what) {
+    std::array<nlattr*, N> tb{};
+    int err =
+        nla_parse_nested(tb.data(), static_cast<int>(N - 1), nest, const_cast<nla_policy*>(policy));
+    if (err < 0)
+        throw Error(fmt::format("{}: malformed {} from the module: {}", command_name(cmd), what,
+                                nl_geterror(err)));
+    return tb;
+}
+
+template <size_t N>
+uint32_t get_u32(const std::array<nlattr*, N>& tb, int attr, uint32_t dflt = 0) {
+    return tb[static_cast<size_t>(attr)] ? nla_get_u32(tb[static_cast<size_t>(attr)]) : dflt;
+}
+
+template <size_t N>
+uint64_t get_u64(const std::array<nlattr*, N>& tb, int attr, uint64_t dflt = 0) {
+    return tb[static_cast<size_t>(attr)] ? nla_get_u64(tb[static_cast<size_t>(attr)]) : dflt;
+}
+
+template <size_t N>
+std::string get_string(const std::array<nlattr*, N>& tb, int attr) {
+    return tb[static_cast<size_t>(attr)] ? nla_get_string(tb[static_cast<size_t>(attr)]) : "";
+}
+
+template <size_t N>
+std::vector<uint32_t> get_u32_array(const std::array<nlattr*, N>& tb, int attr) {
+    std::vector<uint32_t> out;
+    const nlattr* a = tb[static_cast<size_t>(attr)];
+    if (!a)
+        return out;
+    const auto len = static_cast<size_t>(nla_len(a));
+    out.resize(len / sizeof(uint32_t));
+    memcpy(out.data(), nla_data(a), out.size() * sizeof(uint32_t));
+    return out;
+}
+
+const nla_policy* pool_policy() {
+    static const auto policy = [] {
+        std::array<nla_policy, NVMETRACE_P_MAX + 1> p{};
+        for (int a = NVMETRACE_P_BUF_SIZE; a <= NVMETRACE_P_MAX; a++)
+            p[static_cast<size_t>(a)].type = NLA_U32;
+        for (int a : {NVMETRACE_P_BUF_SIZE, NVMETRACE_P_BYTES, NVMETRACE_P_MMAP_OFFSET,
+                      NVMETRACE_P_KPOOL_ALLOC_FAILURES})
+            p[static_cast<size_t>(a)].type = NLA_U64;
+        return p;
+    }();
+    return policy.data();
+}
+
+const nla_policy* dma_policy() {
+    static const auto policy = [] {
+        std::array<nla_policy, NVMETRACE_D_MAX + 1> p{};
+        auto set = [&p](int attr, uint16_t type) { p[static_cast<size_t>(attr)].type = type; };
+        for (int a : {NVMETRACE_D_ITERS, NVMETRACE_D_NODE, NVMETRACE_D_MAX_SEG_SIZE,
+                      NVMETRACE_D_IOMMU, NVMETRACE_D_IOMMU_DOMAIN_TYPE, NVMETRACE_D_QUEUE_MAX_BYTES,
+                      NVMETRACE_D_QUEUE_MAX_SEGMENTS, NVMETRACE_D_BYTES, NVMETRACE_D_NENTS,
+                      NVMETRACE_D_MAPPED_NENTS, NVMETRACE_D_LIMITS, NVMETRACE_D_ERROR})
+            set(a, NLA_U32);
+        set(NVMETRACE_D_HAS_DMA, NLA_U8);
+        for (int a :
+             {NVMETRACE_D_NO_DMA_REASON, NVMETRACE_D_WALK, NVMETRACE_D_DEVICE, NVMETRACE_D_DRIVER})
+            set(a, NLA_STRING);
+        set(NVMETRACE_D_OPT_SIZE, NLA_U64);
+        set(NVMETRACE_D_MAX_SIZE, NLA_U64);
+        set(NVMETRACE_D_SIZE, NLA_NESTED);
+        return p;
+    }();
+    return policy.data();
+}
+
+}  // namespace
+
+PoolInfo GenlClient::pool_get(std::optional<uint32_t> dev) {
+    constexpr uint8_t cmd = NVMETRACE_CMD_POOL_GET;
+    MsgPtr msg(new_request(cmd, 0));
+    if (dev && nla_put_u32(msg.get(), NVMETRACE_A_DEV, *dev) < 0)
+        throw Error("POOL_GET: cannot build the request");
+    PoolInfo p;
+    Reply reply;
+    reply.on_msg = [&p](nlmsghdr* nlh) {
+        const AttrTable tb = parse_reply(nlh, cmd);
+        auto pt =
+            parse_nest<NVMETRACE_P_MAX + 1>(const_cast<nlattr*>(need(tb, NVMETRACE_A_POOL, cmd)),
+                                            pool_policy(), cmd, "pool attribute");
+        p.buf_size = get_u64(pt, NVMETRACE_P_BUF_SIZE);
+        p.nr_asked = get_u32(pt, NVMETRACE_P_NR_BUFS);
+        p.allocated = get_u32(pt, NVMETRACE_P_ALLOCATED);
+        p.fallbacks = get_u32(pt, NVMETRACE_P_FALLBACKS);
+        p.bytes = get_u64(pt, NVMETRACE_P_BYTES);
+        p.order = get_u32(pt, NVMETRACE_P_ORDER);
+        p.min_order = get_u32(pt, NVMETRACE_P_MIN_ORDER);
+        p.folios = get_u32(pt, NVMETRACE_P_FOLIOS);
+        p.node = static_cast<int32_t>(get_u32(pt, NVMETRACE_P_NODE, static_cast<uint32_t>(-1)));
+        p.mappings = get_u32(pt, NVMETRACE_P_MAPPINGS);
+        p.mmap_offset = get_u64(pt, NVMETRACE_P_MMAP_OFFSET);
+        p.kpool = get_u32(pt, NVMETRACE_P_KPOOL);
+        p.kpool_order = get_u32(pt, NVMETRACE_P_KPOOL_ORDER);
+        p.kpool_folio_size = get_u32(pt, NVMETRACE_P_KPOOL_FOLIO_SIZE);
+        p.kpool_capacity = get_u32(pt, NVMETRACE_P_KPOOL_CAPACITY);
+        p.kpool_in_use = get_u32(pt, NVMETRACE_P_KPOOL_IN_USE);
+        p.kpool_available = get_u32(pt, NVMETRACE_P_KPOOL_AVAILABLE);
+        p.kpool_high_water = get_u32(pt, NVMETRACE_P_KPOOL_HIGH_WATER);
+        p.kpool_alloc_failures = get_u64(pt, NVMETRACE_P_KPOOL_ALLOC_FAILURES);
+    };
+    transact(msg.release(), cmd, reply);
+    return p;
+}
+
+DmaCost GenlClient::dma_cost(uint32_t dev, uint32_t iters) {
+    constexpr uint8_t cmd = NVMETRACE_CMD_DMA_COST;
+    if (iters > NVMETRACE_DMA_ITERS_MAX)
+        throw Error(fmt::format("DMA_COST: at most {} iterations per size, not {}",
+                                NVMETRACE_DMA_ITERS_MAX, iters));
+    MsgPtr msg(new_request(cmd, 0));
+    bool ok = nla_put_u32(msg.get(), NVMETRACE_A_DEV, dev) == 0;
+    if (ok && iters) {
+        nlattr* nest = nla_nest_start(msg.get(), NVMETRACE_A_DMA | NLA_F_NESTED);
+        ok = nest && nla_put_u32(msg.get(), NVMETRACE_D_ITERS, iters) == 0 &&
+             nla_nest_end(msg.get(), nest) >= 0;
+    }
+    if (!ok)
+        throw Error("DMA_COST: cannot build the request");
+    DmaCost c;
+    Reply reply;
+    reply.on_msg = [&c](nlmsghdr* nlh) {
+        const AttrTable tb = parse_reply(nlh, cmd);
+        c.dev = need_u32(tb, NVMETRACE_A_DEV, cmd);
+        nlattr* nest = const_cast<nlattr*>(need(tb, NVMETRACE_A_DMA, cmd));
+        auto dt = parse_nest<NVMETRACE_D_MAX + 1>(nest, dma_policy(), cmd, "DMA attribute");
+        c.iters = get_u32(dt, NVMETRACE_D_ITERS);
+        c.has_dma = dt[NVMETRACE_D_HAS_DMA] && nla_get_u8(dt[NVMETRACE_D_HAS_DMA]);
+        c.no_dma_reason = get_string(dt, NVMETRACE_D_NO_DMA_REASON);
+        c.walk = get_string(dt, NVMETRACE_D_WALK);
+        c.device = get_string(dt, NVMETRACE_D_DEVICE);
+        c.driver = get_string(dt, NVMETRACE_D_DRIVER);
+        c.node = static_cast<int32_t>(get_u32(dt, NVMETRACE_D_NODE, static_cast<uint32_t>(-1)));
+        c.opt_size = get_u64(dt, NVMETRACE_D_OPT_SIZE);
+        c.max_size = get_u64(dt, NVMETRACE_D_MAX_SIZE);
+        c.max_seg_size = get_u32(dt, NVMETRACE_D_MAX_SEG_SIZE);
+        c.iommu = get_u32(dt, NVMETRACE_D_IOMMU);
+        c.iommu_domain_type = get_u32(dt, NVMETRACE_D_IOMMU_DOMAIN_TYPE);
+        c.queue_max_bytes = get_u32(dt, NVMETRACE_D_QUEUE_MAX_BYTES);
+        c.queue_max_segments = get_u32(dt, NVMETRACE_D_QUEUE_MAX_SEGMENTS);
+        nlattr* pos;
+        int rem;
+        nla_for_each_nested(pos, nest, rem) {
+            if (nla_type(pos) != NVMETRACE_D_SIZE)
+                continue;
+            auto st = parse_nest<NVMETRACE_D_MAX + 1>(pos, dma_policy(), cmd, "size attribute");
+            c.sizes.push_back(DmaSize{
+                .bytes = get_u32(st, NVMETRACE_D_BYTES),
+                .nents = get_u32(st, NVMETRACE_D_NENTS),
+                .mapped_nents = get_u32(st, NVMETRACE_D_MAPPED_NENTS),
+                .limits = get_u32(st, NVMETRACE_D_LIMITS),
+                .error = static_cast<int32_t>(get_u32(st, NVMETRACE_D_ERROR)),
+                .map_ns = get_u32_array(st, NVMETRACE_D_MAP_NS),
+                .premap_ns = get_u32_array(st, NVMETRACE_D_PREMAP_NS),
+            });
+        }
+    };
+    transact(msg.release(), cmd, reply);
+    return c;
 }
 
 }  // namespace nvmetrace

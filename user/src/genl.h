@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -69,6 +70,63 @@ struct HookInfo {
     uint32_t role = 0;  // NVMETRACE_ROLE_* the hook serves
 };
 
+// NVMETRACE_CMD_POOL_GET: the module's test pool and the kernel's own
+// blk_iobuf pool (NVMETRACE_P_*).
+struct PoolInfo {
+    uint64_t buf_size = 0;   // bytes per buffer; 0: no pool
+    uint32_t nr_asked = 0;   // pool_nr
+    uint32_t allocated = 0;  // buffers allocated
+    uint32_t fallbacks = 0;  // buffers made of folios smaller than `order`
+    uint64_t bytes = 0;
+    uint32_t order = 0;      // folio order asked for
+    uint32_t min_order = 0;  // smallest folio order obtained
+    uint32_t folios = 0;
+    int32_t node = -1;
+    uint32_t mappings = 0;  // user mappings right now
+    uint64_t mmap_offset = 0;
+    // The kernel's pool (CONFIG_BLK_IOBUF_POOL): enum nvmetrace_kpool_state,
+    // and its figures when kpool == NVMETRACE_KPOOL_ACTIVE.
+    uint32_t kpool = NVMETRACE_KPOOL_ABSENT;
+    uint32_t kpool_order = 0;
+    uint32_t kpool_folio_size = 0;
+    uint32_t kpool_capacity = 0;
+    uint32_t kpool_in_use = 0;
+    uint32_t kpool_available = 0;
+    uint32_t kpool_high_water = 0;
+    uint64_t kpool_alloc_failures = 0;
+};
+
+// One I/O size of NVMETRACE_CMD_DMA_COST: raw nanoseconds per iteration.
+struct DmaSize {
+    uint32_t bytes = 0;
+    uint32_t nents = 0;               // scatterlist entries (4 KiB pages)
+    uint32_t mapped_nents = 0;        // DMA segments dma_map_sg() returned
+    uint32_t limits = 0;              // NVMETRACE_DMA_OVER_* bits
+    int32_t error = 0;                // -errno when not measured
+    std::vector<uint32_t> map_ns;     // map + unmap
+    std::vector<uint32_t> premap_ns;  // premapped: sync for device + for cpu
+};
+
+// NVMETRACE_CMD_DMA_COST's reply.
+struct DmaCost {
+    uint32_t dev = 0;  // dev_t asked about, kernel encoding
+    uint32_t iters = 0;
+    bool has_dma = false;
+    std::string no_dma_reason;
+    std::string walk;    // devices from the disk up
+    std::string device;  // the DMA device
+    std::string driver;
+    int32_t node = -1;
+    uint64_t opt_size = 0;  // dma_opt_mapping_size(); SIZE_MAX: no limit
+    uint64_t max_size = 0;  // dma_max_mapping_size()
+    uint32_t max_seg_size = 0;
+    uint32_t iommu = 0;  // enum nvmetrace_dma_iommu
+    uint32_t iommu_domain_type = 0;
+    uint32_t queue_max_bytes = 0;
+    uint32_t queue_max_segments = 0;
+    std::vector<DmaSize> sizes;
+};
+
 class GenlClient {
 public:
     // Connects and resolves the family.  Throws ModuleNotLoaded when the
@@ -85,6 +143,12 @@ public:
     State start(const StartArgs& args);
     State stop();
     std::vector<HookInfo> get_hooks();
+    // `dev`: a block device (kernel dev_t) whose queue's blk_iobuf pool to
+    // report as well.
+    PoolInfo pool_get(std::optional<uint32_t> dev = std::nullopt);
+    // `iters`: iterations per size, 1..NVMETRACE_DMA_ITERS_MAX; 0: the
+    // module's default.
+    DmaCost dma_cost(uint32_t dev, uint32_t iters = 0);
 
     // Generic netlink family id (for diagnostics).
     [[nodiscard]] int family() const { return family_; }

@@ -2,8 +2,10 @@
 //
 // Exit status: 0 success, 1 error (one line on stderr), 2 usage error.
 #include "compare.h"
+#include "dmacost.h"
 #include "error.h"
 #include "genl.h"
+#include "pool.h"
 #include "probe.h"
 #include "record.h"
 #include "status.h"
@@ -12,6 +14,7 @@
 #include <stdio.h>
 
 #include <exception>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -52,6 +55,31 @@ int cmd_status(bool json) {
     return 0;
 }
 
+int cmd_pool(bool json, const std::string& dev_arg) {
+    std::optional<BlockDevice> dev;
+    if (!dev_arg.empty())
+        dev = resolve_block_device(dev_arg);
+    GenlClient client;
+    PoolInfo pool = client.pool_get(dev ? std::optional<uint32_t>(dev->dev) : std::nullopt);
+    const std::string name = dev ? dev->name : "";
+    if (json)
+        fmt::print("{}\n", pool_json(pool, name).dump(2));
+    else
+        fmt::print("{}", pool_text(pool, name));
+    return 0;
+}
+
+int cmd_dmacost(bool json, const std::string& dev_arg, uint32_t iters) {
+    const BlockDevice dev = resolve_block_device(dev_arg);
+    GenlClient client;
+    DmaCost cost = client.dma_cost(dev.dev, iters);
+    if (json)
+        fmt::print("{}\n", dmacost_json(cost, dev.name).dump(2));
+    else
+        fmt::print("{}", dmacost_text(cost, dev.name));
+    return 0;
+}
+
 int run(int argc, char** argv) {
     CLI::App app{"Per-command NVMe latency tracing (host and target)", "nvmetrace"};
     app.set_version_flag("--version", version_text);
@@ -88,6 +116,28 @@ int run(int argc, char** argv) {
         ->check(CLI::IsMember({"host", "target"}));
     probe->add_option("-t,--transport", probe_opts.transport, "tcp or rdma")
         ->check(CLI::IsMember({"tcp", "rdma"}));
+
+    bool pool_json_out = false;
+    std::string pool_dev;
+    CLI::App* pool = app.add_subcommand(
+        "pool", "Show the module's premapped-buffer test pool and the kernel's blk_iobuf pool");
+    pool->add_flag("--json", pool_json_out, "Print one JSON object");
+    pool->add_option("--dev", pool_dev,
+                     "Block device whose queue's blk_iobuf pool to show (kernels that have one)");
+
+    bool dma_json = false;
+    std::string dma_dev;
+    uint32_t dma_iters = 0;
+    CLI::App* dmacost = app.add_subcommand(
+        "dmacost", "DMA map+unmap cost per I/O size on a block device's DMA device");
+    dmacost->add_option("device", dma_dev, "Block device: /dev/nvme0n1, nvme0n1 or MAJ:MIN")
+        ->required();
+    dmacost
+        ->add_option("-n,--iterations", dma_iters,
+                     fmt::format("Iterations per size, 1..{} (default {})", NVMETRACE_DMA_ITERS_MAX,
+                                 NVMETRACE_DMA_ITERS_DEFAULT))
+        ->check(CLI::Range(1, NVMETRACE_DMA_ITERS_MAX));
+    dmacost->add_flag("--json", dma_json, "Print one JSON object");
 
     CLI::App* stop =
         app.add_subcommand("stop", "Stop a recording (one whose recorder is gone stops by itself)");
@@ -145,6 +195,10 @@ int run(int argc, char** argv) {
         return run_record(rec);
     if (probe->parsed())
         return run_probe(probe_opts);
+    if (pool->parsed())
+        return cmd_pool(pool_json_out, pool_dev);
+    if (dmacost->parsed())
+        return cmd_dmacost(dma_json, dma_dev, dma_iters);
     if (stop->parsed()) {
         GenlClient client;
         client.stop();

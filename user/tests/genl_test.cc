@@ -31,6 +31,8 @@ TEST(Genl, CommandNames) {
     EXPECT_EQ(command_name(NVMETRACE_CMD_START), "START");
     EXPECT_EQ(command_name(NVMETRACE_CMD_STOP), "STOP");
     EXPECT_EQ(command_name(NVMETRACE_CMD_GET_HOOKS), "GET_HOOKS");
+    EXPECT_EQ(command_name(NVMETRACE_CMD_POOL_GET), "POOL_GET");
+    EXPECT_EQ(command_name(NVMETRACE_CMD_DMA_COST), "DMA_COST");
     EXPECT_EQ(command_name(200), "command 200");
 }
 
@@ -123,6 +125,34 @@ TEST(Genl, VersionAndStatusFromTheModule) {
     EXPECT_EQ(s.rings.rec_size, sizeof(nvmetrace_rec));
     EXPECT_GE(s.rings.nr_rings, 1u);
     EXPECT_NO_THROW(check_ring_geometry(s.rings));
+}
+
+// Loaded without a pool (26-genl-gtest): POOL_GET says so, and DMA_COST
+// refuses devices that are not there with the module's own message.
+TEST(Genl, PoolAndDmaCostFromTheModule) {
+    if (!module_loaded())
+        GTEST_SKIP() << "needs the nvmetrace module";
+    GenlClient client;
+    const PoolInfo p = client.pool_get();
+    EXPECT_EQ(p.buf_size, 0u);
+    EXPECT_EQ(p.allocated, 0u);
+    EXPECT_EQ(p.mappings, 0u);
+    EXPECT_EQ(p.mmap_offset, NVMETRACE_POOL_MMAP_OFFSET);
+    EXPECT_EQ(p.kpool, unsigned{NVMETRACE_KPOOL_ABSENT});  // stock kernels
+    try {
+        client.dma_cost(7u << 20 | 250u, 4);  // loop250: not there
+        ADD_FAILURE() << "DMA_COST of a missing device succeeded";
+    } catch (const Error& e) {
+        EXPECT_THAT(e.what(), HasSubstr("DMA_COST: "));
+        EXPECT_THAT(e.what(), HasSubstr("cannot open the block device"));
+    }
+    try {
+        client.dma_cost(5, 4);  // major 0
+        ADD_FAILURE() << "DMA_COST of major 0 succeeded";
+    } catch (const Error& e) {
+        EXPECT_THAT(e.what(), HasSubstr("DMA_COST: Invalid argument: DEV has major 0"));
+    }
+    EXPECT_THROW(client.dma_cost(7u << 20 | 250u, NVMETRACE_DMA_ITERS_MAX + 1), Error);
 }
 
 }  // namespace

@@ -256,6 +256,107 @@ enum nvmetrace_layout_attr {
 };
 #define NVMETRACE_L_MAX (__NVMETRACE_L_MAX - 1)
 
+/*
+ * NVMETRACE_CMD_POOL_GET.  Request: optionally NVMETRACE_A_DEV, a block
+ * device whose queue's own blk_iobuf pool (CONFIG_BLK_IOBUF_POOL kernels)
+ * is reported too.  Reply: NVMETRACE_A_POOL, a nest of these.  The module's
+ * pool is made of pool_nr buffers of pool_buf_kb KiB (module parameters),
+ * each one large folio of order ORDER where the page allocator had one, else
+ * several smaller folios (the buffer counts as a fallback).
+ */
+enum nvmetrace_pool_attr {
+	NVMETRACE_P_UNSPEC,
+	NVMETRACE_P_PAD,
+	NVMETRACE_P_BUF_SIZE,		/* u64: bytes per buffer; 0: no pool */
+	NVMETRACE_P_NR_BUFS,		/* u32: buffers asked for (pool_nr) */
+	NVMETRACE_P_ALLOCATED,		/* u32: buffers allocated */
+	NVMETRACE_P_FALLBACKS,		/* u32: buffers made of smaller folios than ORDER */
+	NVMETRACE_P_BYTES,		/* u64: bytes allocated */
+	NVMETRACE_P_ORDER,		/* u32: folio order asked for (buffer size) */
+	NVMETRACE_P_MIN_ORDER,		/* u32: smallest folio order in the pool */
+	NVMETRACE_P_FOLIOS,		/* u32: folios in the pool */
+	NVMETRACE_P_NODE,		/* s32: NUMA node the buffers were asked on */
+	NVMETRACE_P_MAPPINGS,		/* u32: user mappings of the pool right now */
+	NVMETRACE_P_MMAP_OFFSET,	/* u64: NVMETRACE_POOL_MMAP_OFFSET */
+	NVMETRACE_P_KPOOL,		/* u32: enum nvmetrace_kpool_state */
+	NVMETRACE_P_KPOOL_ORDER,	/* u32: the kernel pool's folio order */
+	NVMETRACE_P_KPOOL_FOLIO_SIZE,	/* u32: bytes */
+	NVMETRACE_P_KPOOL_CAPACITY,	/* u32: folios */
+	NVMETRACE_P_KPOOL_IN_USE,	/* u32: folios checked out */
+	NVMETRACE_P_KPOOL_AVAILABLE,	/* u32 */
+	NVMETRACE_P_KPOOL_HIGH_WATER,	/* u32 */
+	NVMETRACE_P_KPOOL_ALLOC_FAILURES, /* u64 */
+	__NVMETRACE_P_MAX,
+};
+#define NVMETRACE_P_MAX (__NVMETRACE_P_MAX - 1)
+
+/* NVMETRACE_P_KPOOL: the kernel's own blk_iobuf pool. */
+enum nvmetrace_kpool_state {
+	NVMETRACE_KPOOL_ABSENT		= 0,	/* kernel built without CONFIG_BLK_IOBUF_POOL */
+	NVMETRACE_KPOOL_BUILT		= 1,	/* it has one; no device asked about */
+	NVMETRACE_KPOOL_NONE		= 2,	/* the device's queue has no pool */
+	NVMETRACE_KPOOL_ACTIVE		= 3,	/* NVMETRACE_P_KPOOL_* describe it */
+	NVMETRACE_KPOOL_UNKNOWN_API	= 4,	/* a blk_iobuf API this module does not know */
+};
+
+/*
+ * NVMETRACE_CMD_DMA_COST.  Request: NVMETRACE_A_DEV (a block device), and
+ * optionally NVMETRACE_A_DMA holding NVMETRACE_D_ITERS.  Reply: NVMETRACE_A_DEV
+ * and NVMETRACE_A_DMA, a nest of the device's DMA facts and one
+ * NVMETRACE_D_SIZE nest per I/O size (4 KiB .. 2 MiB, doubling) with the raw
+ * times of every iteration: user space takes the medians.  One iteration maps
+ * one I/O's scatterlist (one entry per 4 KiB page, as a scattered user buffer
+ * gives) with dma_map_sg() and unmaps it; the premapped case is the same list
+ * mapped once before the loop, each iteration only syncing it for the device
+ * and back (what a retained mapping still costs per I/O).
+ */
+enum nvmetrace_dma_attr {
+	NVMETRACE_D_UNSPEC,
+	NVMETRACE_D_PAD,
+	NVMETRACE_D_ITERS,		/* u32: iterations per size (request: 1..1024) */
+	NVMETRACE_D_HAS_DMA,		/* u8: 1 if a DMA device was found */
+	NVMETRACE_D_NO_DMA_REASON,	/* string: why not */
+	NVMETRACE_D_WALK,		/* string: devices walked from the disk up */
+	NVMETRACE_D_DEVICE,		/* string: the DMA device (e.g. 0000:00:04.0) */
+	NVMETRACE_D_DRIVER,		/* string: its driver, if bound */
+	NVMETRACE_D_NODE,		/* s32: its NUMA node */
+	NVMETRACE_D_OPT_SIZE,		/* u64: dma_opt_mapping_size() */
+	NVMETRACE_D_MAX_SIZE,		/* u64: dma_max_mapping_size() */
+	NVMETRACE_D_MAX_SEG_SIZE,	/* u32: dma_get_max_seg_size() */
+	NVMETRACE_D_IOMMU,		/* u32: enum nvmetrace_dma_iommu */
+	NVMETRACE_D_IOMMU_DOMAIN_TYPE,	/* u32: the kernel's IOMMU_DOMAIN_* value */
+	NVMETRACE_D_QUEUE_MAX_BYTES,	/* u32: the queue's max_hw_sectors in bytes */
+	NVMETRACE_D_QUEUE_MAX_SEGMENTS,	/* u32: the queue's max_segments */
+	NVMETRACE_D_SIZE,		/* nest, one per I/O size: */
+	NVMETRACE_D_BYTES,		/*   u32: I/O size */
+	NVMETRACE_D_NENTS,		/*   u32: scatterlist entries mapped */
+	NVMETRACE_D_MAPPED_NENTS,	/*   u32: DMA segments dma_map_sg() returned */
+	NVMETRACE_D_LIMITS,		/*   u32: NVMETRACE_DMA_OVER_* bits */
+	NVMETRACE_D_ERROR,		/*   s32: -errno when the size was not measured */
+	NVMETRACE_D_MAP_NS,		/*   binary: __u32 ns per iteration, map + unmap */
+	NVMETRACE_D_PREMAP_NS,		/*   binary: __u32 ns per iteration, premapped (sync) */
+	__NVMETRACE_D_MAX,
+};
+#define NVMETRACE_D_MAX (__NVMETRACE_D_MAX - 1)
+
+#define NVMETRACE_DMA_ITERS_DEFAULT	64
+#define NVMETRACE_DMA_ITERS_MAX		1024
+#define NVMETRACE_DMA_SIZE_MIN		4096u
+#define NVMETRACE_DMA_SIZE_MAX		(2u << 20)
+
+/* NVMETRACE_D_LIMITS: an I/O of this size exceeds ... */
+#define NVMETRACE_DMA_OVER_MAX_MAPPING	(1u << 0)	/* dma_max_mapping_size(): not measured */
+#define NVMETRACE_DMA_OVER_QUEUE_BYTES	(1u << 1)	/* max_hw_sectors: the block layer splits it */
+#define NVMETRACE_DMA_OVER_QUEUE_SEGS	(1u << 2)	/* max_segments at 4 KiB pages: split */
+#define NVMETRACE_DMA_OVER_OPT		(1u << 3)	/* dma_opt_mapping_size(): nvme clamps to it */
+
+enum nvmetrace_dma_iommu {
+	NVMETRACE_DMA_IOMMU_NONE	= 0,	/* no IOMMU in front of the device */
+	NVMETRACE_DMA_IOMMU_IDENTITY	= 1,	/* behind one, passthrough (identity) domain */
+	NVMETRACE_DMA_IOMMU_TRANSLATING	= 2,	/* DMA addresses are translated (IOVAs) */
+	NVMETRACE_DMA_IOMMU_OTHER	= 3,	/* blocked or unmanaged domain */
+};
+
 enum nvmetrace_state {
 	NVMETRACE_STATE_IDLE		= 0,
 	NVMETRACE_STATE_RECORDING	= 1,
