@@ -392,8 +392,8 @@ Buffers Buffers::make(BufKind kind, uint64_t slot_bytes, uint32_t nslots,
 
 // ------------------------------------------------------------------ CPU
 
-std::map<int, uint64_t> parse_proc_stat(const std::string& text) {
-    std::map<int, uint64_t> out;
+std::map<int, CpuTicks> parse_proc_stat(const std::string& text) {
+    std::map<int, CpuTicks> out;
     std::istringstream in(text);
     std::string line;
     while (std::getline(in, line)) {
@@ -410,12 +410,13 @@ std::map<int, uint64_t> parse_proc_stat(const std::string& text) {
             ls >> v;
         if (cpu < 0 || !ls)
             throw Error(fmt::format("/proc/stat: cannot parse '{}'", line));
-        out[cpu] = f[0] + f[1] + f[2] + f[5] + f[6] + f[7];
+        const uint64_t busy = f[0] + f[1] + f[2] + f[5] + f[6] + f[7];
+        out[cpu] = {busy, busy + f[3] + f[4]};
     }
     return out;
 }
 
-std::map<int, uint64_t> read_proc_stat() {
+std::map<int, CpuTicks> read_proc_stat() {
     std::ifstream f("/proc/stat");
     if (!f)
         throw errno_error("cannot read /proc/stat", errno);
@@ -424,19 +425,19 @@ std::map<int, uint64_t> read_proc_stat() {
     return parse_proc_stat(ss.str());
 }
 
-double busy_cores(const std::map<int, uint64_t>& before, const std::map<int, uint64_t>& after,
-                  const std::set<int>& exclude, double seconds, long ticks_per_s) {
-    if (seconds <= 0 || ticks_per_s <= 0)
-        return 0;
-    uint64_t ticks = 0;
-    for (const auto& [cpu, busy] : after) {
+double busy_cores(const std::map<int, CpuTicks>& before, const std::map<int, CpuTicks>& after,
+                  const std::set<int>& exclude) {
+    double cores = 0;
+    for (const auto& [cpu, t] : after) {
         if (exclude.count(cpu))
             continue;
         auto it = before.find(cpu);
-        if (it != before.end() && busy >= it->second)
-            ticks += busy - it->second;
+        if (it == before.end() || t.total <= it->second.total || t.busy < it->second.busy)
+            continue;  // went offline and back, or no tick in between
+        cores += static_cast<double>(t.busy - it->second.busy) /
+                 static_cast<double>(t.total - it->second.total);
     }
-    return static_cast<double>(ticks) / static_cast<double>(ticks_per_s) / seconds;
+    return cores;
 }
 
 // ------------------------------------------------------------------ engine
@@ -775,7 +776,6 @@ RunResult run(const Device& dev, const RunSpec& spec, const std::string& pool_no
                 std::rethrow_exception(o.error);
     }
 
-    const long hz = sysconf(_SC_CLK_TCK);
     auto sleep_until_or_abort = [&](uint64_t deadline) {
         while (!sh.abort.load()) {
             const uint64_t n = now_ns();
@@ -795,7 +795,7 @@ RunResult run(const Device& dev, const RunSpec& spec, const std::string& pool_no
     const auto cpu0 = read_proc_stat();
     const uint64_t t0 = now_ns();
     uint64_t t1 = 0;
-    std::map<int, uint64_t> cpu1;
+    std::map<int, CpuTicks> cpu1;
     if (spec.ios == 0) {
         sleep_until_or_abort(t0 + static_cast<uint64_t>(spec.duration_s * 1e9));
         cpu1 = read_proc_stat();
@@ -840,7 +840,7 @@ RunResult run(const Device& dev, const RunSpec& spec, const std::string& pool_no
         res.lat_p99_us = hist.quantile(0.99) / 1e3;
         res.lat_p999_us = hist.quantile(0.999) / 1e3;
     }
-    res.busy_cores = busy_cores(cpu0, cpu1, spec.exclude, res.elapsed_s, hz);
+    res.busy_cores = busy_cores(cpu0, cpu1, spec.exclude);
     return res;
 }
 

@@ -143,14 +143,21 @@ RunResult run(const Device& dev, const RunSpec& spec,
 
 // ------------------------------------------------------------------ CPU
 
-// Busy jiffies per CPU from /proc/stat: user + nice + system + irq + softirq
-// + steal (idle and iowait are not busy).  Softirq and kworker time count
-// where they ran, so a kernel data path's cost shows up even when it is not
-// charged to the process.
-std::map<int, uint64_t> parse_proc_stat(const std::string& text);
-std::map<int, uint64_t> read_proc_stat();
-// Cores busy on average over `seconds`, over every CPU not in exclude.
-double busy_cores(const std::map<int, uint64_t>& before, const std::map<int, uint64_t>& after,
-                  const std::set<int>& exclude, double seconds, long ticks_per_s);
+// Jiffies per CPU from /proc/stat.  Busy: user + nice + system + irq +
+// softirq + steal (idle and iowait are not busy); total: those plus idle and
+// iowait.  Softirq and kworker time count where they ran, so a kernel data
+// path's cost shows up even when it is not charged to the process.
+struct CpuTicks {
+    uint64_t busy = 0, total = 0;
+};
+std::map<int, CpuTicks> parse_proc_stat(const std::string& text);
+std::map<int, CpuTicks> read_proc_stat();
+// Cores busy on average between the two snapshots, over every CPU not in
+// exclude: the sum of each CPU's busy share of its own elapsed ticks.  On
+// bare metal that is busy jiffies / (HZ x seconds); under emulation, where a
+// vCPU that is not scheduled loses ticks, it is still the share of the
+// vCPU's time that was busy.
+double busy_cores(const std::map<int, CpuTicks>& before, const std::map<int, CpuTicks>& after,
+                  const std::set<int>& exclude);
 
 }  // namespace nvmetrace::bench

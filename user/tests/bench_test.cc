@@ -52,15 +52,18 @@ TEST(BenchCpu, ProcStatBusyExcludesTargetAndIdle) {
         "intr 1 2 3\n";
     const std::string b =
         "cpu  300 0 0 1000 0 0 0 0 0 0\n"
-        "cpu0 110 1 2 500 7 1 1 1 0 0\n"      // +100 user
-        "cpu1 20 0 50 600 90 10 40 0 0 0\n";  // +50 system +10 irq +40 softirq; idle/iowait not
+        "cpu0 110 1 2 500 7 1 1 1 0 0\n"       // +100 user
+        "cpu1 20 0 50 600 100 10 40 0 0 0\n";  // +50 system +10 irq +40 softirq; idle/iowait not
     const auto before = parse_proc_stat(a), after = parse_proc_stat(b);
     ASSERT_EQ(before.size(), 2u);
-    EXPECT_EQ(before.at(0), 16u);  // 10+1+2+1+1+1
-    EXPECT_DOUBLE_EQ(busy_cores(before, after, {}, 1.0, 100), 2.0);
-    EXPECT_DOUBLE_EQ(busy_cores(before, after, {0}, 1.0, 100), 1.0);
-    EXPECT_DOUBLE_EQ(busy_cores(before, after, {1}, 2.0, 100), 0.5);
-    EXPECT_DOUBLE_EQ(busy_cores(before, after, {0, 1}, 1.0, 100), 0.0);
+    EXPECT_EQ(before.at(0).busy, 16u);  // 10+1+2+1+1+1
+    EXPECT_EQ(before.at(0).total, 523u);
+    // cpu0: 100 busy of 100 ticks; cpu1: 100 busy of 300 ticks
+    EXPECT_DOUBLE_EQ(busy_cores(before, after, {}), 1.0 + 1.0 / 3);
+    EXPECT_DOUBLE_EQ(busy_cores(before, after, {0}), 1.0 / 3);
+    EXPECT_DOUBLE_EQ(busy_cores(before, after, {1}), 1.0);
+    EXPECT_DOUBLE_EQ(busy_cores(before, after, {0, 1}), 0.0);
+    EXPECT_DOUBLE_EQ(busy_cores(after, after, {}), 0.0);  // no tick: nothing
     EXPECT_THROW(parse_proc_stat("cpu0 x\n"), Error);
 }
 
