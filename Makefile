@@ -7,7 +7,8 @@
 #   make demo         the main job on the embedded default: a Debian kernel under
 #                     QEMU, an NVMe/TCP target and host, fio, nvmetrace recording, report
 #   make check        every test (tests/run): unit, KUnit, DKMS, guest scenarios on 6.1 and 6.12
-#   make bench        overhead and speed benchmarks (ratios measured side by side)
+#   make bench        overhead and speed benchmarks (ratios measured side by side):
+#                     tools/bench (tracing overhead), tools/bench-io (nvmetrace bench vs fio)
 #   make install      install the tool and the module (into the running kernel's tree)
 #   make dkms-install register the module with DKMS
 #   make clean
@@ -45,6 +46,7 @@ demo:
 
 bench:
 	tools/bench
+	tools/bench-io
 
 install: tool
 	install -D -m 0755 $(BUILD)/user/nvmetrace $(DESTDIR)$(PREFIX)/bin/nvmetrace

@@ -1,6 +1,7 @@
 // nvmetrace: control the nvmetrace module and read what it records.
 //
 // Exit status: 0 success, 1 error (one line on stderr), 2 usage error.
+#include "bench.h"
 #include "compare.h"
 #include "dmacost.h"
 #include "error.h"
@@ -169,6 +170,48 @@ int run(int argc, char** argv) {
                         "Smallest change that counts, % of A's end to end (2)");
     report->add_option("--join-window", rep.join_window_s,
                        "Seconds a command waits for its partner on the other side (2)");
+    BenchOptions bo;
+    bo.command_line.assign(argv, argv + argc);
+    bo.buf.clear();  // malloc, or pool for --premap-proof
+    CLI::App* bench = app.add_subcommand(
+        "bench", "I/O benchmark through the block device (O_DIRECT) or NVMe passthrough (/dev/ng)");
+    bench->add_option("device", bo.device, "/dev/nvmeXnY (block path) or /dev/ngXnY (passthrough)")
+        ->required();
+    bench->add_option("-p,--pattern", bo.pattern, "randread, randwrite, read or write")
+        ->capture_default_str();
+    bench->add_option("-b,--size", bo.size, "I/O size (512, 4k, 2m)")->capture_default_str();
+    bench->add_option("-q,--qd", bo.qd, "Queue depth per thread")->capture_default_str();
+    bench->add_option("-j,--threads", bo.threads, "Threads, one io_uring each")
+        ->capture_default_str();
+    bench->add_option("-d,--duration", bo.duration_s, "Measured seconds per cell")
+        ->capture_default_str()
+        ->check(CLI::NonNegativeNumber);
+    bench->add_option("-n,--ios", bo.ios, "Measure this many I/Os instead of a duration");
+    bench->add_option("--ramp", bo.ramp_s, "Unmeasured seconds at the start of every cell")
+        ->check(CLI::NonNegativeNumber);
+    bench->add_option("--warmup", bo.warmup_s, "Unmeasured seconds once before the first cell")
+        ->check(CLI::NonNegativeNumber);
+    bench->add_option("--buf", bo.buf, "Buffers: malloc, hugepage or pool (the module's)");
+    bench->add_flag("--fixed", bo.fixed, "Register malloc/hugepage buffers as fixed buffers");
+    bench->add_option("--cpus", bo.cpus, "Pin thread i to the i-th CPU of this list (0-3,6)");
+    bench->add_option("--target-cpus", bo.target_cpus,
+                      "CPUs left out of busy_cores (the target's cores)");
+    bench->add_option("--offset", bo.offset, "First byte of the device to use");
+    bench->add_option("--span", bo.span, "Bytes of the device to use (default: to the end)");
+    bench->add_option("--seed", bo.seed, "Seed of the random offsets");
+    bench->add_option("--profile", bo.profile, "Matrix: aisio or kv")
+        ->check(CLI::IsMember({"aisio", "kv"}));
+    bench->add_option("--sizes", bo.sizes, "Override the profile's sizes (4k,64k)");
+    bench->add_option("--qds", bo.qds, "Override the profile's queue depths (1,16)");
+    bench->add_option("--thread-list", bo.thread_list, "Override the profile's thread counts");
+    bench->add_option("--reps", bo.reps, "Repetitions of every cell")->capture_default_str();
+    bench->add_option("-o,--output", bo.output, "CSV file (a .meta sidecar is written next to it)");
+    bench->add_flag("--record", bo.record, "Store an nvmetrace recording per cell (needs -o)");
+    bench->add_option("--record-sample", bo.record_sample, "Record 1 of N commands")
+        ->check(CLI::PositiveNumber);
+    bench->add_flag("--premap-proof", bo.premap_proof,
+                    "One passthrough read a block over max_hw_sectors_kb, from a pool buffer");
+    bench->add_flag("--json", bo.json, "Print the cells as JSON instead of text");
 
     try {
         app.parse(argc, argv);
@@ -219,6 +262,8 @@ int run(int argc, char** argv) {
         cmp.rule.min_share = min_share_pct / 100;
         return run_compare(cmp);
     }
+    if (bench->parsed())
+        return run_bench(bo);
     return kExitUsage;  // unreachable: require_subcommand(1)
 }
 
