@@ -95,7 +95,7 @@ insmod "$NVMETRACE_KO" pool_buf_kb=256 pool_nr=3 pool_test_max_order=2
 "$NVMETRACE_BIN" pool --json | jq -e '.allocated == 3 and .fallbacks == 3 and .order == 6
 	and .min_order == 2 and .folios == 48 and .bytes == 786432' >/dev/null ||
 	fail "fallback pool: $("$NVMETRACE_BIN" pool --json | jq -c .)"
-grep -q "48 of order 6 asked for, smallest order 2" "$RESULTS/pool-fallback.txt" ||
+grep -q "48, order 6 asked for, smallest order 2" "$RESULTS/pool-fallback.txt" ||
 	fail "pool text does not show the smaller folios"
 "$checker" "/dev/$dev" 3 | tee "$RESULTS/pool_io_check-fallback.txt"
 [ "${PIPESTATUS[0]}" = 0 ] || fail "pool_io_check on a pool of order-2 folios failed"
