@@ -15,7 +15,9 @@
  * mapped with dma_map_sg() and unmapped, ITERS times, each timed with
  * ktime_get_ns(); then the same list is mapped once and each iteration only
  * syncs it for the device and back, which is what a retained (premapped)
- * mapping still costs per I/O.  The raw times go to user space, which takes
+ * mapping still costs per I/O.  Last, the size as one entry of a 2 MiB folio
+ * (a pool buffer's I/O, whose pages the block layer merges into one
+ * segment), mapped and unmapped ITERS times.  The raw times go to user space, which takes
  * the medians: the module does no statistics.  The addresses are never given
  * to the device.
  */
@@ -118,9 +120,34 @@ struct nvmetrace_dma_limits {
 	u32 queue_bytes, queue_segs;
 };
 
-/* One NVMETRACE_D_SIZE nest: measure bytes (one sg entry per page). */
+/* Map+unmap of bytes of folio as one entry, ITERS times, into ns[]. */
+static int nvmetrace_dma_measure_folio(struct device *dev, struct folio *folio,
+				       u32 bytes, u32 iters, u32 *ns)
+{
+	struct scatterlist sg;
+	u64 t0;
+	u32 i;
+
+	sg_init_table(&sg, 1);
+	sg_set_page(&sg, folio_page(folio, 0), bytes, 0);
+	for (i = 0; i < iters; i++) {
+		t0 = ktime_get_ns();
+		if (!dma_map_sg(dev, &sg, 1, DMA_FROM_DEVICE))
+			return -ENOMEM;
+		dma_unmap_sg(dev, &sg, 1, DMA_FROM_DEVICE);
+		ns[i] = nvmetrace_ns_u32(ktime_get_ns() - t0);
+		cond_resched();
+	}
+	return 0;
+}
+
+/*
+ * One NVMETRACE_D_SIZE nest: measure bytes (one sg entry per page), and as
+ * one entry of folio if there is one.
+ */
 static int nvmetrace_dma_one_size(struct sk_buff *msg, struct device *dev,
-				  struct page **pages, u32 bytes, u32 iters,
+				  struct page **pages, struct folio *folio,
+				  u32 bytes, u32 iters,
 				  const struct nvmetrace_dma_limits *lim,
 				  u32 *map, u32 *pre)
 {
@@ -167,6 +194,11 @@ static int nvmetrace_dma_one_size(struct sk_buff *msg, struct device *dev,
 		   nla_put(msg, NVMETRACE_D_PREMAP_NS, iters * sizeof(u32), pre)) {
 		return -EMSGSIZE;
 	}
+	/* map[] is free again: reuse it for the one-entry times */
+	if (!err && folio &&
+	    !nvmetrace_dma_measure_folio(dev, folio, bytes, iters, map) &&
+	    nla_put(msg, NVMETRACE_D_FOLIO_NS, iters * sizeof(u32), map))
+		return -EMSGSIZE;
 	nla_nest_end(msg, nest);
 	return 0;
 }
@@ -175,7 +207,8 @@ static int nvmetrace_dma_sizes(struct sk_buff *msg, struct device *dev,
 			       u32 iters, const struct nvmetrace_dma_limits *lim)
 {
 	int nid = dev_to_node(dev), err = 0;
-	struct page **pages;
+	struct folio *folio = NULL;
+	struct page **pages, *head;
 	u32 *map, *pre;
 	u32 bytes, i;
 
@@ -194,14 +227,22 @@ static int nvmetrace_dma_sizes(struct sk_buff *msg, struct device *dev,
 			goto out;
 		}
 	}
+	/* a pool-like buffer; without one that column is left out */
+	head = alloc_pages_node(nid, GFP_KERNEL | __GFP_COMP | __GFP_NOWARN |
+				__GFP_RETRY_MAYFAIL,
+				get_order(NVMETRACE_DMA_SIZE_MAX));
+	if (head)
+		folio = page_folio(head);
 	for (bytes = NVMETRACE_DMA_SIZE_MIN; bytes <= NVMETRACE_DMA_SIZE_MAX;
 	     bytes *= 2) {
-		err = nvmetrace_dma_one_size(msg, dev, pages, bytes, iters, lim,
-					     map, pre);
+		err = nvmetrace_dma_one_size(msg, dev, pages, folio, bytes, iters,
+					     lim, map, pre);
 		if (err)
 			break;
 	}
 out:
+	if (folio)
+		folio_put(folio);
 	if (pages)
 		for (i = 0; i < NVMETRACE_DMA_PAGES && pages[i]; i++)
 			__free_page(pages[i]);
@@ -300,8 +341,8 @@ out_close:
 	return err;
 }
 
-/* Reply size for iters iterations: ten sizes of two arrays, plus the rest. */
+/* Reply size for iters iterations: ten sizes of three arrays, plus the rest. */
 size_t nvmetrace_dma_reply_size(u32 iters)
 {
-	return 10 * (2 * nla_total_size(iters * sizeof(u32)) + 128) + 2048;
+	return 10 * (3 * nla_total_size(iters * sizeof(u32)) + 128) + 2048;
 }

@@ -62,6 +62,15 @@ MODULE_PARM_DESC(pool_node,
 		 "test pool: NUMA node of the buffers (default -1: the node loading the module)");
 
 /*
+ * For tests of the fallback path only: never ask the page allocator for a
+ * folio larger than this order, as if larger ones had run out.
+ */
+static int pool_test_max_order = -1;
+module_param(pool_test_max_order, int, 0444);
+MODULE_PARM_DESC(pool_test_max_order,
+		 "test pool, for tests: largest folio order to ask for (default -1: the buffer's)");
+
+/*
  * Set up at load, freed at unload; only mappings changes in between
  * (atomically).
  */
@@ -181,7 +190,10 @@ static struct folio *nvmetrace_pool_folio(int nid, unsigned int order)
 	return page ? page_folio(page) : NULL;
 }
 
-/* Fill buffer b (its pages from pages[first]); true if it needed smaller folios. */
+/*
+ * Fill the buffer whose pages start at pages[first]; *fell_back: it needed
+ * folios smaller than the buffer.
+ */
 static int nvmetrace_pool_fill_buf(struct nvmetrace_pool *p, unsigned long first,
 				   bool *fell_back)
 {
@@ -190,6 +202,10 @@ static int nvmetrace_pool_fill_buf(struct nvmetrace_pool *p, unsigned long first
 	struct folio *folio;
 
 	*fell_back = false;
+	if (pool_test_max_order >= 0 && order > pool_test_max_order) {
+		order = pool_test_max_order;
+		*fell_back = true;
+	}
 	while (off < per_buf) {
 		folio = nvmetrace_pool_folio(p->nid, order);
 		if (!folio) {

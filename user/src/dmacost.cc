@@ -86,6 +86,8 @@ std::vector<DmaRow> dma_rows(const DmaCost& cost) {
         if (!s.error && !s.map_ns.empty()) {
             r.map_ns = median_ns(s.map_ns);
             r.premap_ns = median_ns(s.premap_ns);
+            if (!s.folio_ns.empty())
+                r.folio_ns = median_ns(s.folio_ns);
             if (s.bytes)
                 r.map_ns_per_kib = r.map_ns * 1024.0 / s.bytes;
         }
@@ -141,22 +143,23 @@ std::string dmacost_text(const DmaCost& c, const std::string& dev_name) {
     out += fmt::format("queue: max_hw_sectors {}, max_segments {}\n", size_text(c.queue_max_bytes),
                        c.queue_max_segments);
     out += fmt::format(
-        "medians of {} iterations; one scatterlist entry per 4 KiB page; premapped = mapped once, "
-        "synced per I/O\n",
+        "medians of {} iterations; map+unmap: one scatterlist entry per 4 KiB page; 1 entry: the "
+        "same bytes contiguous (a pool buffer); premapped: mapped once, synced per I/O\n",
         c.iters);
-    out += fmt::format("{:>8} {:>5} {:>6} {:>14} {:>9} {:>13}  {}\n", "size", "pages", "segs",
-                       "map+unmap ns", "ns/KiB", "premapped ns", "notes");
+    out += fmt::format("{:>8} {:>5} {:>6} {:>14} {:>9} {:>12} {:>13}  {}\n", "size", "pages",
+                       "segs", "map+unmap ns", "ns/KiB", "1 entry ns", "premapped ns", "notes");
     for (const DmaRow& r : dma_rows(c)) {
         if (r.error) {
             out += fmt::format(
-                "{:>8} {:>5} {:>6} {:>14} {:>9} {:>13}  {}\n", size_text(r.bytes), r.nents, "-",
-                "-", "-", "-",
+                "{:>8} {:>5} {:>6} {:>14} {:>9} {:>12} {:>13}  {}\n", size_text(r.bytes), r.nents,
+                "-", "-", "-", "-", "-",
                 r.limits ? limits_text(r.limits) : fmt::format("not measured: error {}", r.error));
             continue;
         }
-        out += fmt::format("{:>8} {:>5} {:>6} {:>14.0f} {:>9.1f} {:>13.0f}  {}\n",
+        const std::string folio = r.folio_ns < 0 ? "-" : fmt::format("{:.0f}", r.folio_ns);
+        out += fmt::format("{:>8} {:>5} {:>6} {:>14.0f} {:>9.1f} {:>12} {:>13.0f}  {}\n",
                            size_text(r.bytes), r.nents, r.mapped_nents, r.map_ns, r.map_ns_per_kib,
-                           r.premap_ns, limits_text(r.limits));
+                           folio, r.premap_ns, limits_text(r.limits));
     }
     return out;
 }
@@ -199,6 +202,8 @@ nlohmann::json dmacost_json(const DmaCost& c, const std::string& dev_name) {
             s["map_unmap_ns"] = r.map_ns;
             s["map_unmap_ns_per_kib"] = r.map_ns_per_kib;
             s["premapped_ns"] = r.premap_ns;
+            if (r.folio_ns >= 0)
+                s["map_unmap_one_entry_ns"] = r.folio_ns;
         }
         sizes.push_back(s);
     }

@@ -37,6 +37,7 @@ struct DmaRow {
     int32_t error = 0;     // -errno: not measured
     double map_ns = 0;     // median map + unmap
     double premap_ns = 0;  // median premapped (sync only)
+    double folio_ns = -1;  // median map + unmap as one contiguous entry; -1: not measured
     double map_ns_per_kib = 0;
 };
 

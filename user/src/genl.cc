@@ -611,6 +611,7 @@ DmaCost GenlClient::dma_cost(uint32_t dev, uint32_t iters) {
                 .error = static_cast<int32_t>(get_u32(st, NVMETRACE_D_ERROR)),
                 .map_ns = get_u32_array(st, NVMETRACE_D_MAP_NS),
                 .premap_ns = get_u32_array(st, NVMETRACE_D_PREMAP_NS),
+                .folio_ns = get_u32_array(st, NVMETRACE_D_FOLIO_NS),
             });
         }
     };

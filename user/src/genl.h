@@ -105,6 +105,7 @@ struct DmaSize {
     int32_t error = 0;                // -errno when not measured
     std::vector<uint32_t> map_ns;     // map + unmap
     std::vector<uint32_t> premap_ns;  // premapped: sync for device + for cpu
+    std::vector<uint32_t> folio_ns;   // map + unmap of one contiguous entry (may be empty)
 };
 
 // NVMETRACE_CMD_DMA_COST's reply.

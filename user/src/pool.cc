@@ -65,9 +65,10 @@ std::string pool_text(const PoolInfo& p, const std::string& dev_name) {
     } else {
         row("pool", fmt::format("{} x {} buffers ({} asked for), {}", p.allocated,
                                 size_text(p.buf_size), p.nr_asked, size_text(p.bytes)));
-        std::string folios = fmt::format("{} of order {} asked for", p.folios, p.order);
+        std::string folios = fmt::format("{} of order {}", p.folios, p.order);
         if (p.min_order != p.order)
-            folios += fmt::format(", smallest order {}", p.min_order);
+            folios = fmt::format("{}, order {} asked for, smallest order {}", p.folios, p.order,
+                                 p.min_order);
         row("folios", folios);
         row("fallbacks", fmt::format("{} buffer{} with smaller folios", p.fallbacks,
                                      p.fallbacks == 1 ? "" : "s"));

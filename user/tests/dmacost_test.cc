@@ -75,7 +75,8 @@ DmaCost pci_cost() {
                        .limits = 0,
                        .error = 0,
                        .map_ns = {1000, 3000, 2000},
-                       .premap_ns = {10, 30, 20}});
+                       .premap_ns = {10, 30, 20},
+                       .folio_ns = {900, 800, 700}});
     c.sizes.push_back({.bytes = 1 << 20,
                        .nents = 256,
                        .mapped_nents = 1,
@@ -83,13 +84,15 @@ DmaCost pci_cost() {
                                  NVMETRACE_DMA_OVER_QUEUE_SEGS,
                        .error = 0,
                        .map_ns = {40960, 40960, 90000},
-                       .premap_ns = {50, 50, 50}});
+                       .premap_ns = {50, 50, 50},
+                       .folio_ns = {}});
     c.sizes.push_back({.bytes = 2 << 20,
                        .nents = 512,
                        .limits = NVMETRACE_DMA_OVER_MAX_MAPPING,
                        .error = -7,
                        .map_ns = {},
-                       .premap_ns = {}});
+                       .premap_ns = {},
+                       .folio_ns = {}});
     return c;
 }
 
@@ -99,6 +102,8 @@ TEST(DmaCost, RowsTakeMediansAndPerKib) {
     EXPECT_EQ(rows[0].map_ns, 2000);
     EXPECT_EQ(rows[0].premap_ns, 20);
     EXPECT_EQ(rows[0].map_ns_per_kib, 500);
+    EXPECT_EQ(rows[0].folio_ns, 800);
+    EXPECT_EQ(rows[1].folio_ns, -1);  // not measured
     EXPECT_EQ(rows[1].map_ns, 40960);
     EXPECT_EQ(rows[1].map_ns_per_kib, 40);
     EXPECT_EQ(rows[2].error, -7);
@@ -112,7 +117,10 @@ TEST(DmaCost, Text) {
     EXPECT_THAT(t, HasSubstr("IOMMU: translating (domain type 0x7)"));
     EXPECT_THAT(t, HasSubstr("dma_opt_mapping_size 128 KiB, dma_max_mapping_size no limit"));
     EXPECT_THAT(t, HasSubstr("queue: max_hw_sectors 512 KiB, max_segments 127"));
-    EXPECT_THAT(t, HasSubstr("   4 KiB     1      1           2000     500.0            20"));
+    EXPECT_THAT(t, HasSubstr("   4 KiB     1      1           2000     500.0          800"
+                             "            20"));
+    EXPECT_THAT(t, HasSubstr("   1 MiB   256      1          40960      40.0            -"
+                             "            50"));
     EXPECT_THAT(t, HasSubstr("over dma_opt_mapping_size; over max_hw_sectors: split; over "
                              "max_segments: split"));
     EXPECT_THAT(t, HasSubstr("over dma_max_mapping_size: not measured"));
@@ -140,6 +148,8 @@ TEST(DmaCost, Json) {
     ASSERT_EQ(j["sizes"].size(), 3u);
     EXPECT_EQ(j["sizes"][0]["map_unmap_ns"], 2000.0);
     EXPECT_EQ(j["sizes"][0]["premapped_ns"], 20.0);
+    EXPECT_EQ(j["sizes"][0]["map_unmap_one_entry_ns"], 800.0);
+    EXPECT_FALSE(j["sizes"][1].contains("map_unmap_one_entry_ns"));
     EXPECT_EQ(j["sizes"][2]["error"], -7);
     EXPECT_FALSE(j["sizes"][2].contains("map_unmap_ns"));
 }

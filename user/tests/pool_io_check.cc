@@ -1,4 +1,6 @@
-// pool_io_check DEVICE: the module's test pool used as io_uring fixed buffers.
+// pool_io_check DEVICE [FALLBACKS]: the module's test pool used as io_uring
+// fixed buffers; the pool must have exactly FALLBACKS (default 0) buffers made
+// of smaller folios.
 //
 // Maps the whole pool through /dev/nvmetrace, checks the module counts the
 // mapping, writes and reads every buffer through the mapping, registers one
@@ -67,7 +69,7 @@ int rw_fixed(io_uring* ring, bool write, int fd, void* buf, unsigned len, int in
     return res;
 }
 
-int run(const char* device) {
+int run(const char* device, uint32_t want_fallbacks) {
     const uint64_t nr = read_param("pool_nr");
     const uint64_t size = read_param("pool_buf_kb") * 1024;
     if (nr < 2) {
@@ -81,8 +83,9 @@ int run(const char* device) {
     if (before.allocated != nr || before.buf_size != size || before.bytes != total)
         fail(fmt::format("POOL_GET says {} x {} ({} bytes), parameters say {} x {}",
                          before.allocated, before.buf_size, before.bytes, nr, size));
-    if (before.fallbacks != 0)
-        fail(fmt::format("{} buffers fell back to smaller folios", before.fallbacks));
+    if (before.fallbacks != want_fallbacks)
+        fail(fmt::format("{} buffers fell back to smaller folios, expected {}", before.fallbacks,
+                         want_fallbacks));
 
     int fd = open("/dev/nvmetrace", O_RDWR | O_CLOEXEC);
     if (fd < 0)
@@ -151,12 +154,12 @@ int run(const char* device) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    if (argc != 2) {
-        fmt::print(stderr, "usage: pool_io_check DEVICE\n");
+    if (argc != 2 && argc != 3) {
+        fmt::print(stderr, "usage: pool_io_check DEVICE [FALLBACKS]\n");
         return 2;
     }
     try {
-        return run(argv[1]);
+        return run(argv[1], argc == 3 ? static_cast<uint32_t>(std::stoul(argv[2])) : 0);
     } catch (const std::exception& e) {
         fail(e.what());
     }

@@ -37,7 +37,7 @@ TEST(Pool, SizeText) {
 TEST(Pool, TextOfAPool) {
     const std::string t = pool_text(two_mib_pool(), "");
     EXPECT_THAT(t, HasSubstr("4 x 2 MiB buffers (4 asked for), 8 MiB"));
-    EXPECT_THAT(t, HasSubstr("4 of order 9 asked for\n"));
+    EXPECT_THAT(t, HasSubstr("folios       4 of order 9\n"));
     EXPECT_THAT(t, HasSubstr("0 buffers with smaller folios"));
     EXPECT_THAT(t, HasSubstr("offset 0x10000000000"));
     EXPECT_THAT(t, HasSubstr("kernel pool: absent (kernel built without CONFIG_BLK_IOBUF_POOL)"));
@@ -49,7 +49,7 @@ TEST(Pool, TextSaysFallbacksAndSmallestOrder) {
     p.min_order = 3;
     p.folios = 67;
     const std::string t = pool_text(p, "");
-    EXPECT_THAT(t, HasSubstr("67 of order 9 asked for, smallest order 3"));
+    EXPECT_THAT(t, HasSubstr("folios       67, order 9 asked for, smallest order 3"));
     EXPECT_THAT(t, HasSubstr("1 buffer with smaller folios"));
 }
 

@@ -3,9 +3,10 @@
 # clear line; `nvmetrace pool` shows the numbers; the mmap contract (bad length, offset,
 # flags refused; the mapping outlives close(); rmmod refused while mapped); pool buffers
 # registered as io_uring fixed buffers for O_DIRECT write_fixed/read_fixed on an nvme-tcp
-# namespace with zero fallbacks (pool_io_check); `nvmetrace dmacost` on nvme-tcp says
+# namespace with zero fallbacks (pool_io_check), and again on a pool made of smaller folios
+# (the fallback path, forced with pool_test_max_order); `nvmetrace dmacost` on nvme-tcp says
 # plainly there is no DMA; unload after unmap.
-# lane-timeout: 150
+# lane-timeout: 300
 . "$NVMETRACE_SRC/tests/guest/lib.sh"
 need_ko
 need_bin
@@ -86,6 +87,18 @@ PY
 [ "${PIPESTATUS[0]}" = 0 ] || fail "pool_io_check failed"
 "$NVMETRACE_BIN" pool --json | jq -e '.mappings == 0 and .fallbacks == 0' >/dev/null ||
 	fail "mappings not back to 0"
+
+# ---- the fallback path: folios capped at order 2 (pool_test_max_order), as if larger had run out
+rmmod nvmetrace || fail "rmmod after unmap"
+insmod "$NVMETRACE_KO" pool_buf_kb=256 pool_nr=3 pool_test_max_order=2
+"$NVMETRACE_BIN" pool | tee "$RESULTS/pool-fallback.txt"
+"$NVMETRACE_BIN" pool --json | jq -e '.allocated == 3 and .fallbacks == 3 and .order == 6
+	and .min_order == 2 and .folios == 48 and .bytes == 786432' >/dev/null ||
+	fail "fallback pool: $("$NVMETRACE_BIN" pool --json | jq -c .)"
+grep -q "48, order 6 asked for, smallest order 2" "$RESULTS/pool-fallback.txt" ||
+	fail "pool text does not show the smaller folios"
+"$checker" "/dev/$dev" 3 | tee "$RESULTS/pool_io_check-fallback.txt"
+[ "${PIPESTATUS[0]}" = 0 ] || fail "pool_io_check on a pool of order-2 folios failed"
 
 # ---- DMA cost on nvme-tcp: there is none, and it says so
 "$NVMETRACE_BIN" dmacost "$dev" | tee "$RESULTS/dmacost-tcp.txt"

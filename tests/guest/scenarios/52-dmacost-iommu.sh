@@ -5,7 +5,7 @@
 # lane-qemu: -device intel-iommu,intremap=off
 # lane-qemu: -drive file=null-co://,if=none,id=nvmetrace_nvm,format=raw -device nvme,serial=nvmetrace0,drive=nvmetrace_nvm
 # lane-append: intel_iommu=on iommu.passthrough=0
-# lane-timeout: 150
+# lane-timeout: 200
 . "$NVMETRACE_SRC/tests/guest/lib.sh"
 . "$NVMETRACE_SRC/tests/guest/dmacost_check.sh"
 need_ko

@@ -308,7 +308,9 @@ enum nvmetrace_kpool_state {
  * one I/O's scatterlist (one entry per 4 KiB page, as a scattered user buffer
  * gives) with dma_map_sg() and unmaps it; the premapped case is the same list
  * mapped once before the loop, each iteration only syncing it for the device
- * and back (what a retained mapping still costs per I/O).
+ * and back (what a retained mapping still costs per I/O); and the same size
+ * as one entry of a physically contiguous folio (what an I/O from a pool
+ * buffer maps: the block layer merges its pages into one segment).
  */
 enum nvmetrace_dma_attr {
 	NVMETRACE_D_UNSPEC,
@@ -335,6 +337,9 @@ enum nvmetrace_dma_attr {
 	NVMETRACE_D_ERROR,		/*   s32: -errno when the size was not measured */
 	NVMETRACE_D_MAP_NS,		/*   binary: __u32 ns per iteration, map + unmap */
 	NVMETRACE_D_PREMAP_NS,		/*   binary: __u32 ns per iteration, premapped (sync) */
+	NVMETRACE_D_FOLIO_NS,		/*   binary: __u32 ns per iteration, map + unmap of one
+					 *   entry in a 2 MiB folio (a pool buffer); absent when
+					 *   no such folio could be had */
 	__NVMETRACE_D_MAX,
 };
 #define NVMETRACE_D_MAX (__NVMETRACE_D_MAX - 1)
