@@ -9,14 +9,15 @@
 # host's own; and `compare` of an idle drive (A) against the same drive under a competing
 # fio on the target (B) flags storage as grown and network as unmoved.
 # lane-pair: host=line target=other
-# lane-timeout: 300
+# lane-timeout: 420
 . "$NVMETRACE_SRC/tests/guest/lib.sh"
 . "$NVMETRACE_SRC/tests/guest/lib-pair.sh"
 need_ko
 need_bin
 NT=$NVMETRACE_BIN
-# one tag, 0.5 ms per I/O: a competing job on the target makes storage wait, and nothing else
-NULL_BLK=(irqmode=2 completion_nsec=500000 hw_queue_depth=1 submit_queues=1)
+# one tag, 5 ms per I/O: a competing job on the target makes storage wait (several times
+# longer), and costs the target little CPU (200 I/Os per second at most)
+NULL_BLK=(irqmode=2 completion_nsec=5000000 hw_queue_depth=1 submit_queues=1)
 # phase transport sample host-iodepth busy
 PHASES=("tcp-s1 tcp 1 1 no" "tcp-s100 tcp 100 4 no" "tcp-busy tcp 1 1 yes"
 	"rdma-s1 rdma 1 1 no" "rdma-s100 rdma 100 4 no")
@@ -30,7 +31,7 @@ target_phase() { # NAME SAMPLE BUSY
 		{ cat "$RESULTS/$ph-record.out"; fail "$ph: target recording did not start"; }
 	if [ "$busy" = yes ]; then
 		run_fio_bg "$ph-competing" --filename=/dev/nullb0 --ioengine=libaio --direct=1 \
-			--rw=randread --bs=4k --iodepth=8 --time_based --runtime=60
+			--rw=randread --bs=4k --iodepth=4 --time_based --runtime=60
 		sleep 0.5
 	fi
 	pair_signal "ready-$ph"
