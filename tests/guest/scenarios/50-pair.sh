@@ -16,7 +16,8 @@ need_ko
 need_bin
 NT=$NVMETRACE_BIN
 # one tag, 5 ms per I/O: a competing job on the target makes storage wait (several times
-# longer), and costs the target little CPU (200 I/Os per second at most)
+# longer: 16 reads in flight before it), and costs the target little CPU (200 I/Os per
+# second at most)
 NULL_BLK=(irqmode=2 completion_nsec=5000000 hw_queue_depth=1 submit_queues=1)
 # phase transport sample host-iodepth busy
 PHASES=("tcp-s1 tcp 1 1 no" "tcp-s100 tcp 100 4 no" "tcp-busy tcp 1 1 yes"
@@ -31,7 +32,7 @@ target_phase() { # NAME SAMPLE BUSY
 		{ cat "$RESULTS/$ph-record.out"; fail "$ph: target recording did not start"; }
 	if [ "$busy" = yes ]; then
 		run_fio_bg "$ph-competing" --filename=/dev/nullb0 --ioengine=libaio --direct=1 \
-			--rw=randread --bs=4k --iodepth=4 --time_based --runtime=60
+			--rw=randread --bs=4k --iodepth=16 --time_based --runtime=60
 		sleep 0.5
 	fi
 	pair_signal "ready-$ph"
