@@ -15,9 +15,10 @@
 need_ko
 need_bin
 NT=$NVMETRACE_BIN
-# one tag, 5 ms per I/O: a competing job on the target makes storage wait (several times
-# longer: 16 reads in flight before it), and costs the target little CPU (200 I/Os per
-# second at most)
+# one tag, 5 ms per I/O: a competing job on the target makes storage wait several times
+# longer, and costs the target little CPU (200 I/Os per second at most). The job is 8
+# threads of one read each: one thread with many reads in flight would sleep in io_submit
+# for the one tag, leaving nvmet's read behind at most one other.
 NULL_BLK=(irqmode=2 completion_nsec=5000000 hw_queue_depth=1 submit_queues=1)
 # phase transport sample host-iodepth busy
 PHASES=("tcp-s1 tcp 1 1 no" "tcp-s100 tcp 100 4 no" "tcp-busy tcp 1 1 yes"
@@ -32,7 +33,8 @@ target_phase() { # NAME SAMPLE BUSY
 		{ cat "$RESULTS/$ph-record.out"; fail "$ph: target recording did not start"; }
 	if [ "$busy" = yes ]; then
 		run_fio_bg "$ph-competing" --filename=/dev/nullb0 --ioengine=libaio --direct=1 \
-			--rw=randread --bs=4k --iodepth=16 --time_based --runtime=60
+			--rw=randread --bs=4k --iodepth=1 --numjobs=8 --group_reporting \
+			--time_based --runtime=60
 		sleep 0.5
 	fi
 	pair_signal "ready-$ph"
