@@ -16,7 +16,7 @@ need_ko
 need_bin
 NT=$NVMETRACE_BIN
 # one tag, 5 ms per I/O: a competing job on the target makes storage wait several times
-# longer, and costs the target little CPU (200 I/Os per second at most). The job is 8
+# longer, and costs the target little CPU (200 I/Os per second at most). The job is 4
 # threads of one read each: one thread with many reads in flight would sleep in io_submit
 # for the one tag, leaving nvmet's read behind at most one other.
 NULL_BLK=(irqmode=2 completion_nsec=5000000 hw_queue_depth=1 submit_queues=1)
@@ -33,7 +33,7 @@ target_phase() { # NAME SAMPLE BUSY
 		{ cat "$RESULTS/$ph-record.out"; fail "$ph: target recording did not start"; }
 	if [ "$busy" = yes ]; then
 		run_fio_bg "$ph-competing" --filename=/dev/nullb0 --ioengine=libaio --direct=1 \
-			--rw=randread --bs=4k --iodepth=1 --numjobs=8 --group_reporting \
+			--rw=randread --bs=4k --iodepth=1 --numjobs=4 --group_reporting \
 			--time_based --runtime=60
 		sleep 0.5
 	fi
