@@ -8,7 +8,10 @@
 #                     QEMU, an NVMe/TCP target and host, fio, nvmetrace recording, report
 #   make check        every test (tests/run): unit, KUnit, DKMS, guest scenarios on 6.1 and 6.12
 #   make bench        overhead and speed benchmarks (ratios measured side by side):
-#                     tools/bench (tracing overhead), tools/bench-io (nvmetrace bench vs fio)
+#                     tools/bench (tracing overhead), tools/bench-io (nvmetrace bench vs fio),
+#                     then bench-join
+#   make bench-join   join speed: report of 10 M synthetic host + target commands, one
+#                     core (commands/s, records/s, peak memory)
 #   make install      install the tool and the module (into the running kernel's tree)
 #   make dkms-install register the module with DKMS
 #   make clean
@@ -19,7 +22,7 @@ BUILD ?= $(CURDIR)/build
 PREFIX ?= /usr/local
 export NVMETRACE_BUILD := $(BUILD)
 
-.PHONY: all deps module tool check demo bench install dkms-install clean
+.PHONY: all deps module tool check demo bench bench-join install dkms-install clean
 
 all: module tool
 
@@ -47,6 +50,14 @@ demo:
 bench:
 	tools/bench
 	tools/bench-io
+	$(MAKE) bench-join
+
+# Release build of its own, so the figures are not a debug build's; files cached in
+# $(BUILD)/bench-join (about 1 GB for 10 M commands a side)
+bench-join:
+	cmake -S user -B $(BUILD)/bench-tool -DCMAKE_BUILD_TYPE=Release -DNVMETRACE_BUILD_BENCHMARKS=ON
+	cmake --build $(BUILD)/bench-tool --target join_bench -j$$(nproc)
+	NVMETRACE_BENCH_DIR=$(BUILD)/bench-join taskset -c 0 $(BUILD)/bench-tool/bench/join_bench
 
 install: tool
 	install -D -m 0755 $(BUILD)/user/nvmetrace $(DESTDIR)$(PREFIX)/bin/nvmetrace

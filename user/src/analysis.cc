@@ -774,6 +774,11 @@ void Joiner::push(size_t source, const Command& cmd, const Sink& sink) {
             return;
         }
     }
+    if (me == 0 && !cmd.has_cid) {  // no command id: nothing can match it
+        emit_unmatched(e, 0, sink);
+        evict(std::max(now_, done), sink);
+        return;
+    }
     Side_& mine = pending_[me];
     mine.index.emplace(key_of(cmd), mine.base + mine.q.size());
     mine.q.push_back(std::move(e));

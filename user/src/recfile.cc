@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstring>
 #include <stdexcept>
 #include <utility>
 
@@ -98,8 +99,34 @@ T json_get(const nlohmann::json& j, const char* key, T fallback) {
 
 }  // namespace
 
+#if defined(__x86_64__)
+namespace {
+// The SSE 4.2 crc32 instruction computes this very CRC (Castagnoli,
+// reflected), 8 bytes per instruction: reading a recording checks every
+// block, and the table loop was a tenth of `report`'s time.
+__attribute__((target("sse4.2"))) uint32_t crc32c_sse42(const std::byte* p, size_t n,
+                                                        uint32_t crc) {
+    uint64_t c = crc;
+    for (; n >= 8; n -= 8, p += 8) {
+        uint64_t v;
+        std::memcpy(&v, p, 8);
+        c = __builtin_ia32_crc32di(c, v);
+    }
+    auto c32 = static_cast<uint32_t>(c);
+    for (; n; n--, p++)
+        c32 = __builtin_ia32_crc32qi(c32, static_cast<unsigned char>(*p));
+    return c32;
+}
+const bool kHaveSse42 = __builtin_cpu_supports("sse4.2");
+}  // namespace
+#endif
+
 uint32_t crc32c(std::span<const std::byte> data, uint32_t crc) {
     crc = ~crc;
+#if defined(__x86_64__)
+    if (kHaveSse42)
+        return ~crc32c_sse42(data.data(), data.size(), crc);
+#endif
     for (std::byte b : data) {
         crc = (crc >> 8) ^ kCrc32cTable[(crc ^ static_cast<uint32_t>(b)) & 0xffu];
     }

@@ -124,6 +124,14 @@ Stats::~Stats() = default;
 
 Stats::Group& Stats::group_for(const Command& cmd) {
     View view = view_of(cmd);
+    // A command's path depends only on its view and events: computed once each.
+    const uint64_t pk = uint64_t{cmd.present} << 8 | static_cast<uint8_t>(view);
+    auto pit = paths_.find(pk);
+    if (pit == paths_.end())
+        pit = paths_
+                  .emplace(pk, std::pair{missing_boundaries(cmd, opts_.table),
+                                         layout_key(view, cmd.present, opts_.table)})
+                  .first;
     Key key{cmd.op,
             cmd.size_in_blocks,
             cmd.size,
@@ -133,8 +141,8 @@ Stats::Group& Stats::group_for(const Command& cmd) {
             cmd.side == Side::host && device_label_ ? cmd.cntlid : uint16_t{0},
             cmd.side == Side::target ? cmd.nsid : 0,
             view,
-            missing_boundaries(cmd, opts_.table),
-            layout_key(view, cmd.present, opts_.table)};
+            pit->second.first,
+            pit->second.second};
     if (last_ && key.tie() == last_key_.tie())
         return *last_;
     auto& slot = groups_[key];

@@ -21,6 +21,7 @@
 #include <span>
 #include <string>
 #include <tuple>
+#include <unordered_map>
 #include <vector>
 
 namespace nvmetrace {
@@ -213,6 +214,8 @@ private:
     const DeviceTable& devices_;
     Options opts_;
     std::function<std::string(const Command&)> device_label_;
+    // (present << 8 | view) -> (missing_boundaries, layout_key)
+    std::unordered_map<uint64_t, std::pair<uint32_t, uint32_t>> paths_;
     IntervalSink sink_;
     std::map<Key, std::unique_ptr<Group>> groups_;
     Group* last_ = nullptr;  // most commands go to the group of the one before

@@ -49,6 +49,15 @@ run 2 && one_error_line "(no arguments)"
 run 2 no-such-command && one_error_line no-such-command
 run 2 status --no-such-option && one_error_line status --no-such-option
 
+# compare: two runs, named one way or the other, and files that exist
+run 1 compare && one_error_line compare
+grep -q 'name both runs' "$tmp/err" || { echo "FAIL: compare without runs: $(cat "$tmp/err")"; fail=1; }
+run 1 compare a.ntr && one_error_line compare a.ntr
+run 1 compare a.ntr b.ntr --a c.ntr && one_error_line compare a.ntr b.ntr --a c.ntr
+grep -q 'give two recordings' "$tmp/err" || { echo "FAIL: compare mixed: $(cat "$tmp/err")"; fail=1; }
+run 1 compare "$tmp/none-a.ntr" "$tmp/none-b.ntr" && one_error_line compare missing files
+run 1 compare --confidence 2 --a x --b y && one_error_line compare --confidence 2
+
 if [ -e /sys/module/nvmetrace ]; then
 	run 0 status && grep -q '^state ' "$tmp/out" || { echo "FAIL: status table"; fail=1; }
 	run 0 status --json && grep -q '"state"' "$tmp/out" || { echo "FAIL: status --json"; fail=1; }
