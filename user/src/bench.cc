@@ -2,6 +2,7 @@
 
 #include "error.h"
 #include "genl.h"
+#include "git_commit.h"
 #include "record.h"
 #include "stats.h"
 #include "version.h"
@@ -23,9 +24,6 @@
 
 #include <fmt/format.h>
 
-#ifndef NVMETRACE_GIT_COMMIT
-#define NVMETRACE_GIT_COMMIT "unknown"
-#endif
 
 namespace nvmetrace {
 

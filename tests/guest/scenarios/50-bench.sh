@@ -4,7 +4,7 @@
 # (bench_check.py), the scaled-down KV and AISIO profiles (512 B cells skipped on a 4 KiB
 # namespace, with the reason), the premap proof refused on this stock kernel with its errno,
 # and clear errors for bad input.
-# lane-timeout: 240
+# lane-timeout: 360
 . "$NVMETRACE_SRC/tests/guest/lib.sh"
 need_bin
 B=$NVMETRACE_BIN

@@ -1,7 +1,7 @@
 #!/bin/bash
 # 53-bench-record: nvmetrace bench --record stores one readable nvmetrace recording per matrix
 # cell, named in the CSV; each holds at least the cell's measured commands, and report reads it.
-# lane-timeout: 180
+# lane-timeout: 300
 . "$NVMETRACE_SRC/tests/guest/lib.sh"
 need_ko
 need_bin
