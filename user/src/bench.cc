@@ -24,7 +24,6 @@
 
 #include <fmt/format.h>
 
-
 namespace nvmetrace {
 
 namespace fs = std::filesystem;
