@@ -625,7 +625,10 @@ int run_bench(const BenchOptions& opts) {
                     row.note = fmt::format("{} of {} commands failed", row.r.failed, row.r.ios);
                 } else if (row.r.ios == 0) {
                     row.status = "failed";
-                    row.note = "no I/O completed";
+                    row.note = fmt::format(
+                        "no I/O completed in the measured {:.2f} s: each takes longer (raise -d "
+                        "or --ramp)",
+                        row.r.elapsed_s);
                 } else {
                     row.status = "ok";
                 }
