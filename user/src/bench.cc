@@ -2,6 +2,7 @@
 
 #include "error.h"
 #include "genl.h"
+#include "git_commit.h"
 #include "record.h"
 #include "stats.h"
 #include "version.h"
@@ -22,10 +23,6 @@
 #include <thread>
 
 #include <fmt/format.h>
-
-#ifndef NVMETRACE_GIT_COMMIT
-#define NVMETRACE_GIT_COMMIT "unknown"
-#endif
 
 namespace nvmetrace {
 
@@ -628,7 +625,10 @@ int run_bench(const BenchOptions& opts) {
                     row.note = fmt::format("{} of {} commands failed", row.r.failed, row.r.ios);
                 } else if (row.r.ios == 0) {
                     row.status = "failed";
-                    row.note = "no I/O completed";
+                    row.note = fmt::format(
+                        "no I/O completed in the measured {:.2f} s: each takes longer (raise -d "
+                        "or --ramp)",
+                        row.r.elapsed_s);
                 } else {
                     row.status = "ok";
                 }

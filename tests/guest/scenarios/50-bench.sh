@@ -4,7 +4,7 @@
 # (bench_check.py), the scaled-down KV and AISIO profiles (512 B cells skipped on a 4 KiB
 # namespace, with the reason), the premap proof refused on this stock kernel with its errno,
 # and clear errors for bad input.
-# lane-timeout: 240
+# lane-timeout: 360
 . "$NVMETRACE_SRC/tests/guest/lib.sh"
 need_bin
 B=$NVMETRACE_BIN
@@ -55,6 +55,12 @@ wait_for 5 test -b /dev/nullb4k || fail "no /dev/nullb4k"
 $CHECK "$RESULTS/aisio4k.csv" --cells 3 --ok 2 --skipped 1 || fail "aisio4k.csv"
 grep -q '^1,aisio,.*,512,.*,skipped,.*4096-byte logical blocks' "$RESULTS/aisio4k.csv" ||
 	fail "no 512 B skip row with its reason: $(cat "$RESULTS/aisio4k.csv")"
+
+# --json: the same figures for scripts
+"$B" bench /dev/nullb4k -p read -b 8k -q 2 -n 500 --json >"$RESULTS/single.json" || fail "--json run failed"
+jq -e 'length == 1 and .[0].status == "ok" and .[0].ios >= 500 and .[0].failed == 0 and .[0].iops > 0
+	and .[0].lat_p50_us > 0 and .[0].engine == "block"' "$RESULTS/single.json" >/dev/null ||
+	fail "--json: $(cat "$RESULTS/single.json")"
 
 # the premap proof: a read one block over max_hw_sectors_kb.  nvmet reports no MDTS, so over
 # nvme-tcp the limit is UINT_MAX sectors and there is nothing to cross: the proof says so

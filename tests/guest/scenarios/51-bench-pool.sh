@@ -5,7 +5,7 @@
 # the pool is too small, and the premap proof from a pool buffer (refused on stock kernels).
 # Without a pool in the module, --buf pool must fail with a clear error (never fall back to
 # malloc); the rest then skips.
-# lane-timeout: 150
+# lane-timeout: 240
 . "$NVMETRACE_SRC/tests/guest/lib.sh"
 need_ko
 need_bin
