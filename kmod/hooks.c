@@ -23,14 +23,20 @@
  * Hot-path rules: no sleeping, no allocation, no lock but the local interrupt
  * disable inside the ring write, no printing.
  */
+#include <linux/atomic.h>
 #include <linux/blk-mq.h>
 #include <linux/blkdev.h>
+#include <linux/fs.h>
+#include <linux/hash.h>
 #include <linux/kprobes.h>
 #include <linux/module.h>
 #include <linux/mutex.h>
 #include <linux/nvme.h>
 #include <linux/nvme-tcp.h>
+#include <linux/percpu.h>
+#include <linux/sched.h>
 #include <linux/skbuff.h>
+#include <linux/uio.h>
 #include <linux/tracepoint.h>
 #include <net/genetlink.h>
 #include <trace/events/block.h>
@@ -230,6 +236,191 @@ static void probe_nvme_setup(void *data, struct request *rq,
 	     NVMETRACE_REC_HAS_QID | NVMETRACE_REC_HAS_CID |
 	     (op == nvme_cmd_write ? NVMETRACE_REC_WRITE : 0),
 	     le32_to_cpu(cmd->common.nsid));
+}
+
+/* ------------------------------------------- host, above the block layer */
+
+/*
+ * The span user space sees: fio's latency starts before io_submit() and ends
+ * when io_getevents() has handed the completion back.  These hooks time the
+ * parts of it outside the block layer, for libaio on a block device opened
+ * with O_DIRECT:
+ *
+ *  - kretprobe on io_submit(): the entry time is kept per CPU (no record);
+ *    at the return, one SUBMIT_RETURN record if the call submitted a
+ *    sampled I/O.
+ *  - kprobes on blkdev_read_iter/blkdev_write_iter (the file-level submission,
+ *    before any bio): FILE_SUBMIT, with the io_submit() entry in its aux.
+ *  - kprobe on aio_complete_rw: AIO_COMPLETE, the completion posted to the
+ *    aio context (right after block_rq_complete, in the same context).
+ *  - kretprobe on do_io_getevents: AIO_REAP, io_getevents() returning events.
+ *    It has no LBA; it is recorded only for a thread with sampled
+ *    completions not yet reaped (reap_pending, below), and user space gives
+ *    each command the first reap of its submitting thread after its
+ *    completion (io_getevents() hands events over oldest first).
+ *
+ * The LBA of the first three is the file position in the whole disk's
+ * logical blocks, the number block_bio_queue samples by, so they pick the
+ * same commands.  aio_complete_rw runs after the block device advanced
+ * ki_pos by the result (blkdev_bio_end_io_async), so it steps back by it.
+ *
+ * State, all O(1) and racy only in ways that lose a record: the per-CPU
+ * io_submit() stash (a task that migrates in between loses its entry time),
+ * inflight_pid (the submitting thread of a sampled command, by a hash of
+ * its dev and LBA; a collision names another thread) and reap_pending
+ * (sampled completions per hash of the thread id).
+ */
+struct nvmetrace_submit {
+	const struct task_struct *task;	/* in io_submit() since entry_ts */
+	u64 entry_ts;
+	u64 lba;			/* the last sampled I/O it submitted */
+	u32 dev;
+	u8 op;
+	bool sampled;
+};
+static DEFINE_PER_CPU(struct nvmetrace_submit, submit_stash);
+
+#define NVMETRACE_INFLIGHT_BITS	8
+#define NVMETRACE_REAP_BITS	6
+static u32 inflight_pid[1 << NVMETRACE_INFLIGHT_BITS];
+static atomic_t reap_pending[1 << NVMETRACE_REAP_BITS];
+
+static __always_inline u32 inflight_slot(u32 dev, u64 lba)
+{
+	return hash_64(lba ^ ((u64)dev << 40), NVMETRACE_INFLIGHT_BITS);
+}
+
+static __always_inline u64 uaux(u32 pid, u64 hi)
+{
+	return (u64)pid | (u64)min_t(u64, hi, U32_MAX) << 32;
+}
+
+static int krp_submit_entry(struct kretprobe_instance *ri, struct pt_regs *regs)
+{
+	struct nvmetrace_submit *st = this_cpu_ptr(&submit_stash);
+
+	if (unlikely(!READ_ONCE(emitting)))
+		return 1;	/* no return probe */
+	st->task = current;
+	st->entry_ts = ktime_get_ns();
+	st->sampled = false;
+	return 0;
+}
+
+static int krp_submit_return(struct kretprobe_instance *ri, struct pt_regs *regs)
+{
+	struct nvmetrace_submit *st = this_cpu_ptr(&submit_stash);
+	u8 op;
+
+	if (st->task != current || !st->sampled)
+		return 0;
+	st->task = NULL;
+	op = st->op;
+	emit(NVMETRACE_EV_SUBMIT_RETURN, st->lba, st->dev, 0, 0, 0, 0, 0, op,
+	     op == nvme_cmd_write ? NVMETRACE_REC_WRITE : 0,
+	     uaux(current->pid, ktime_get_ns() - st->entry_ts));
+	return 0;
+}
+
+/* The whole disk's dev and the LBA of byte pos of a block device file. */
+static __always_inline bool file_lba(const struct file *file, loff_t pos,
+				     u32 *dev, u64 *lba)
+{
+	struct block_device *bdev = I_BDEV(file->f_mapping->host);
+	struct gendisk *disk = bdev->bd_disk;
+
+	if (!disk || pos < 0)
+		return false;
+	*dev = disk_dev(disk);
+	if (!host_dev_wanted(*dev))
+		return false;
+	*lba = sector_to_lba(disk->queue, (pos >> SECTOR_SHIFT) + bdev->bd_start_sect);
+	return true;
+}
+
+static __always_inline void file_submit(struct pt_regs *regs, u8 op)
+{
+	const struct kiocb *iocb = (const struct kiocb *)regs_get_kernel_argument(regs, 0);
+	const struct iov_iter *iter = (const struct iov_iter *)regs_get_kernel_argument(regs, 1);
+	struct nvmetrace_submit *st;
+	u64 lba, since = 0;
+	u32 dev;
+
+	if (!(iocb->ki_flags & IOCB_DIRECT) ||
+	    !file_lba(iocb->ki_filp, iocb->ki_pos, &dev, &lba) ||
+	    !nvmetrace_sampled(lba))
+		return;
+	st = this_cpu_ptr(&submit_stash);
+	if (st->task == current) {
+		since = ktime_get_ns() - st->entry_ts;
+		st->sampled = true;
+		st->lba = lba;
+		st->dev = dev;
+		st->op = op;
+	}
+	WRITE_ONCE(inflight_pid[inflight_slot(dev, lba)], current->pid);
+	emit(NVMETRACE_EV_FILE_SUBMIT, lba, dev, iov_iter_count(iter), 0, 0, 0,
+	     0, op, op == nvme_cmd_write ? NVMETRACE_REC_WRITE : 0,
+	     uaux(current->pid, since));
+}
+
+/* kprobes at blkdev_read_iter/blkdev_write_iter(struct kiocb *, struct iov_iter *) */
+static int kp_file_read(struct kprobe *kp, struct pt_regs *regs)
+{
+	file_submit(regs, nvme_cmd_read);
+	return 0;
+}
+
+static int kp_file_write(struct kprobe *kp, struct pt_regs *regs)
+{
+	file_submit(regs, nvme_cmd_write);
+	return 0;
+}
+
+/* kprobe at aio_complete_rw(struct kiocb *iocb, long res) */
+static int kp_aio_complete(struct kprobe *kp, struct pt_regs *regs)
+{
+	const struct kiocb *iocb = (const struct kiocb *)regs_get_kernel_argument(regs, 0);
+	long res = (long)regs_get_kernel_argument(regs, 1);
+	const struct file *file = iocb->ki_filp;
+	loff_t pos = iocb->ki_pos;
+	u64 lba;
+	u32 dev, pid;
+	u8 op;
+
+	if (!(iocb->ki_flags & IOCB_DIRECT) || !S_ISBLK(file_inode(file)->i_mode))
+		return 0;
+	if (res > 0)
+		pos -= res;	/* the block device advanced ki_pos by the result */
+	if (!file_lba(file, pos, &dev, &lba) || !nvmetrace_sampled(lba))
+		return 0;
+	op = (iocb->ki_flags & IOCB_WRITE) ? nvme_cmd_write : nvme_cmd_read;
+	emit(NVMETRACE_EV_AIO_COMPLETE, lba, dev, res > 0 ? res : 0, 0, 0, 0, 0,
+	     op, op == nvme_cmd_write ? NVMETRACE_REC_WRITE : 0, (u64)res);
+	pid = READ_ONCE(inflight_pid[inflight_slot(dev, lba)]);
+	if (pid)
+		atomic_inc(&reap_pending[hash_32(pid, NVMETRACE_REAP_BITS)]);
+	return 0;
+}
+
+/* kretprobe at do_io_getevents(): its return value is the events it copied */
+static int krp_reap_return(struct kretprobe_instance *ri, struct pt_regs *regs)
+{
+	long ret = (long)regs_return_value(regs);
+	atomic_t *pending;
+	int left;
+
+	if (ret <= 0)
+		return 0;
+	pending = &reap_pending[hash_32(current->pid, NVMETRACE_REAP_BITS)];
+	left = atomic_read(pending);
+	if (left <= 0)
+		return 0;
+	/* the reap takes what completed before it: at most ret of them */
+	atomic_sub(min_t(long, left, ret), pending);
+	emit(NVMETRACE_EV_AIO_REAP, NVMETRACE_NO_LBA, 0, 0, 0, 0, 0, 0, 0, 0,
+	     uaux(current->pid, ret));
+	return 0;
 }
 
 /*
@@ -549,10 +740,13 @@ struct nvmetrace_hook {
 	kprobe_pre_handler_t pre;	/* kprobe handler */
 	bool alternative;	/* absent on some kernels by design */
 	u32 needs;		/* NEEDS_*: layout groups it reads */
+	/* a kretprobe (reported as a kprobe): handlers at entry and return */
+	kretprobe_handler_t ret_entry, ret;
 
 	/* state, under hooks_lock */
 	struct tracepoint *tp;
 	struct kprobe kp;
+	struct kretprobe krp;
 	u32 state;		/* NVMETRACE_HOOK_* state */
 	int err;
 };
@@ -578,6 +772,17 @@ static struct nvmetrace_hook hooks[] = {
 	  NVMETRACE_ROLE_TARGET, NULL, kp_nvmet_bio_done },
 	{ "nvmet_req_complete", "nvmet", NVMETRACE_HOOK_TRACEPOINT,
 	  NVMETRACE_ROLE_TARGET, probe_nvmet_complete },
+	/* above the block layer: syscalls, files, aio */
+	{ "__x64_sys_io_submit", NULL, NVMETRACE_HOOK_KPROBE, NVMETRACE_ROLE_HOST,
+	  .ret_entry = krp_submit_entry, .ret = krp_submit_return },
+	{ "blkdev_read_iter", NULL, NVMETRACE_HOOK_KPROBE, NVMETRACE_ROLE_HOST,
+	  NULL, kp_file_read },
+	{ "blkdev_write_iter", NULL, NVMETRACE_HOOK_KPROBE, NVMETRACE_ROLE_HOST,
+	  NULL, kp_file_write },
+	{ "aio_complete_rw", NULL, NVMETRACE_HOOK_KPROBE, NVMETRACE_ROLE_HOST,
+	  NULL, kp_aio_complete },
+	{ "do_io_getevents", NULL, NVMETRACE_HOOK_KPROBE, NVMETRACE_ROLE_HOST,
+	  .ret = krp_reap_return },
 	{ "nvme_tcp_try_send", "nvme_tcp", NVMETRACE_HOOK_KPROBE,
 	  NVMETRACE_ROLE_HOST, NULL, kp_tcp_try_send, .needs = NEEDS_TCP_HOST },
 	{ "nvme_tcp_recv_skb", "nvme_tcp", NVMETRACE_HOOK_KPROBE,
@@ -650,10 +855,18 @@ static void kp_attach(struct nvmetrace_hook *h)
 
 	if (h->state == NVMETRACE_HOOK_ATTACHED)
 		return;
-	memset(&h->kp, 0, sizeof(h->kp));
-	h->kp.symbol_name = h->name;
-	h->kp.pre_handler = h->pre;
-	ret = register_kprobe(&h->kp);
+	if (h->ret) {
+		memset(&h->krp, 0, sizeof(h->krp));
+		h->krp.kp.symbol_name = h->name;
+		h->krp.entry_handler = h->ret_entry;
+		h->krp.handler = h->ret;
+		ret = register_kretprobe(&h->krp);
+	} else {
+		memset(&h->kp, 0, sizeof(h->kp));
+		h->kp.symbol_name = h->name;
+		h->kp.pre_handler = h->pre;
+		ret = register_kprobe(&h->kp);
+	}
 	if (ret) {
 		/*
 		 * -ENOENT: no such function: in a module, the module is not
@@ -675,7 +888,11 @@ static void kp_attach(struct nvmetrace_hook *h)
 /* hooks_lock held */
 static void kp_detach(struct nvmetrace_hook *h)
 {
-	if (h->state == NVMETRACE_HOOK_ATTACHED)
+	if (h->state != NVMETRACE_HOOK_ATTACHED)
+		return;
+	if (h->ret)
+		unregister_kretprobe(&h->krp);
+	else
 		unregister_kprobe(&h->kp);
 }
 
@@ -797,6 +1014,7 @@ int nvmetrace_hooks_start(const struct nvmetrace_config *c,
 			  struct netlink_ext_ack *extack)
 {
 	struct nvmetrace_hook *h;
+	unsigned int i;
 	int ret;
 
 	if (c->role & NVMETRACE_ROLE_TARGET) {
@@ -820,6 +1038,9 @@ int nvmetrace_hooks_start(const struct nvmetrace_config *c,
 		return -EBUSY;
 	}
 	cfg = *c;
+	memset(inflight_pid, 0, sizeof(inflight_pid));
+	for (i = 0; i < ARRAY_SIZE(reap_pending); i++)
+		atomic_set(&reap_pending[i], 0);
 	sample_threshold = div64_u64(U64_MAX, cfg.sample);
 	if (cfg.sample == 1)
 		sample_threshold = U64_MAX;

@@ -344,6 +344,9 @@ void add_counts(AssemblyCounts& a, const AssemblyCounts& b) {
     a.bios_unmatched += b.bios_unmatched;
     a.inserts_unmatched += b.inserts_unmatched;
     a.multipath_duplicates += b.multipath_duplicates;
+    a.user_unmatched += b.user_unmatched;
+    a.submit_returns += b.submit_returns;
+    a.submit_ns += b.submit_ns;
     a.repeats += b.repeats;
 }
 
