@@ -23,6 +23,7 @@
  * Hot-path rules: no sleeping, no allocation, no lock but the local interrupt
  * disable inside the ring write, no printing.
  */
+#include <linux/aio_abi.h>
 #include <linux/atomic.h>
 #include <linux/blk-mq.h>
 #include <linux/blkdev.h>
@@ -36,6 +37,7 @@
 #include <linux/percpu.h>
 #include <linux/sched.h>
 #include <linux/skbuff.h>
+#include <linux/uaccess.h>
 #include <linux/uio.h>
 #include <linux/tracepoint.h>
 #include <net/genetlink.h>
@@ -246,79 +248,70 @@ static void probe_nvme_setup(void *data, struct request *rq,
  * parts of it outside the block layer, for libaio on a block device opened
  * with O_DIRECT:
  *
- *  - kretprobe on io_submit(): the entry time is kept per CPU (no record);
- *    at the return, one SUBMIT_RETURN record if the call submitted a
- *    sampled I/O.
+ *  - kprobe on io_submit(): its entry time and the user's iocb array are
+ *    kept per CPU (no record).
  *  - kprobes on blkdev_read_iter/blkdev_write_iter (the file-level submission,
  *    before any bio): FILE_SUBMIT, with the io_submit() entry in its aux.
+ *    io_submit() submits the array in order, so the n-th file submission of
+ *    the call is the n-th iocb: its user address is read (without faulting)
+ *    for a sampled command and kept in a small table with the command's dev
+ *    and LBA.
  *  - kprobe on aio_complete_rw: AIO_COMPLETE, the completion posted to the
  *    aio context (right after block_rq_complete, in the same context).
- *  - kretprobe on do_io_getevents: AIO_REAP, io_getevents() returning events.
- *    It has no LBA; it is recorded only for a thread with sampled
- *    completions not yet reaped (reap_pending, below), and user space gives
- *    each command the first reap of its submitting thread after its
- *    completion (io_getevents() hands events over oldest first).
+ *  - kretprobe on do_io_getevents: AIO_REAP when it returns: each event it
+ *    copied to user space names its iocb (io_event.obj); one whose iocb is in
+ *    the table gives a record with that command's dev and LBA.  The aio ring
+ *    is handed over oldest first, possibly over several calls, so only the
+ *    iocb says which reap took which command.  While no sampled command is
+ *    in the table the return is not probed at all.
  *
- * The LBA of the first three is the file position in the whole disk's
- * logical blocks, the number block_bio_queue samples by, so they pick the
- * same commands.  aio_complete_rw runs after the block device advanced
+ * The LBA of FILE_SUBMIT and AIO_COMPLETE is the file position in the whole
+ * disk's logical blocks, the number block_bio_queue samples by, so they pick
+ * the same commands.  aio_complete_rw runs after the block device advanced
  * ki_pos by the result (blkdev_bio_end_io_async), so it steps back by it.
  *
  * State, all O(1) and racy only in ways that lose a record: the per-CPU
- * io_submit() stash (a task that migrates in between loses its entry time),
- * inflight_pid (the submitting thread of a sampled command, by a hash of
- * its dev and LBA; a collision names another thread) and reap_pending
- * (sampled completions per hash of the thread id).
+ * io_submit() stash (a task that migrates in between loses its entry time
+ * and its reap) and the iocb table (a collision drops the older entry).
  */
 struct nvmetrace_submit {
 	const struct task_struct *task;	/* in io_submit() since entry_ts */
 	u64 entry_ts;
-	u64 lba;			/* the last sampled I/O it submitted */
-	u32 dev;
-	u8 op;
-	bool sampled;
+	unsigned long iocbpp;		/* its struct iocb __user * __user * */
+	u32 nsub;			/* file submissions so far in this call */
 };
 static DEFINE_PER_CPU(struct nvmetrace_submit, submit_stash);
 
-#define NVMETRACE_INFLIGHT_BITS	8
-#define NVMETRACE_REAP_BITS	6
-static u32 inflight_pid[1 << NVMETRACE_INFLIGHT_BITS];
-static atomic_t reap_pending[1 << NVMETRACE_REAP_BITS];
+struct nvmetrace_uiocb {
+	u64 uptr;	/* user address of the iocb, 0: free; written last */
+	u64 lba;
+	u32 dev;
+	u8 op;
+};
+#define NVMETRACE_UIOCB_BITS	8
+static struct nvmetrace_uiocb uiocbs[1 << NVMETRACE_UIOCB_BITS];
+static atomic_t uiocbs_live;	/* entries in use, about */
 
-static __always_inline u32 inflight_slot(u32 dev, u64 lba)
-{
-	return hash_64(lba ^ ((u64)dev << 40), NVMETRACE_INFLIGHT_BITS);
-}
+/* events per io_getevents() return looked at, at most */
+#define NVMETRACE_REAP_EVENTS_MAX	64
 
 static __always_inline u64 uaux(u32 pid, u64 hi)
 {
 	return (u64)pid | (u64)min_t(u64, hi, U32_MAX) << 32;
 }
 
-static int krp_submit_entry(struct kretprobe_instance *ri, struct pt_regs *regs)
+/* kprobe at __x64_sys_io_submit(const struct pt_regs *regs): the user's registers */
+static int kp_submit(struct kprobe *kp, struct pt_regs *regs)
 {
+	struct pt_regs *uregs = (struct pt_regs *)regs_get_kernel_argument(regs, 0);
 	struct nvmetrace_submit *st = this_cpu_ptr(&submit_stash);
 
 	if (unlikely(!READ_ONCE(emitting)))
-		return 1;	/* no return probe */
+		return 0;
 	st->task = current;
 	st->entry_ts = ktime_get_ns();
-	st->sampled = false;
-	return 0;
-}
-
-static int krp_submit_return(struct kretprobe_instance *ri, struct pt_regs *regs)
-{
-	struct nvmetrace_submit *st = this_cpu_ptr(&submit_stash);
-	u8 op;
-
-	if (st->task != current || !st->sampled)
-		return 0;
-	st->task = NULL;
-	op = st->op;
-	emit(NVMETRACE_EV_SUBMIT_RETURN, st->lba, st->dev, 0, 0, 0, 0, 0, op,
-	     op == nvme_cmd_write ? NVMETRACE_REC_WRITE : 0,
-	     uaux(current->pid, ktime_get_ns() - st->entry_ts));
+	st->iocbpp = regs_get_kernel_argument(uregs, 2);	/* io_submit(ctx, nr, iocbpp) */
+	st->nsub = 0;
 	return 0;
 }
 
@@ -342,23 +335,34 @@ static __always_inline void file_submit(struct pt_regs *regs, u8 op)
 {
 	const struct kiocb *iocb = (const struct kiocb *)regs_get_kernel_argument(regs, 0);
 	const struct iov_iter *iter = (const struct iov_iter *)regs_get_kernel_argument(regs, 1);
-	struct nvmetrace_submit *st;
-	u64 lba, since = 0;
-	u32 dev;
+	struct nvmetrace_submit *st = this_cpu_ptr(&submit_stash);
+	u64 lba, since = 0, uptr = 0;
+	bool in_submit = st->task == current;
+	u32 dev, idx = 0;
 
+	if (unlikely(!READ_ONCE(emitting)))
+		return;
+	if (in_submit)
+		idx = st->nsub++;
 	if (!(iocb->ki_flags & IOCB_DIRECT) ||
 	    !file_lba(iocb->ki_filp, iocb->ki_pos, &dev, &lba) ||
 	    !nvmetrace_sampled(lba))
 		return;
-	st = this_cpu_ptr(&submit_stash);
-	if (st->task == current) {
+	if (in_submit) {
 		since = ktime_get_ns() - st->entry_ts;
-		st->sampled = true;
-		st->lba = lba;
-		st->dev = dev;
-		st->op = op;
+		if (!copy_from_user_nofault(&uptr, (const void __user *)(st->iocbpp +
+					    idx * sizeof(u64)), sizeof(uptr)) && uptr) {
+			struct nvmetrace_uiocb *u = &uiocbs[hash_64(uptr, NVMETRACE_UIOCB_BITS)];
+
+			if (!READ_ONCE(u->uptr))
+				atomic_inc(&uiocbs_live);
+			WRITE_ONCE(u->uptr, 0);
+			u->lba = lba;
+			u->dev = dev;
+			u->op = op;
+			smp_store_release(&u->uptr, uptr);
+		}
 	}
-	WRITE_ONCE(inflight_pid[inflight_slot(dev, lba)], current->pid);
 	emit(NVMETRACE_EV_FILE_SUBMIT, lba, dev, iov_iter_count(iter), 0, 0, 0,
 	     0, op, op == nvme_cmd_write ? NVMETRACE_REC_WRITE : 0,
 	     uaux(current->pid, since));
@@ -385,9 +389,11 @@ static int kp_aio_complete(struct kprobe *kp, struct pt_regs *regs)
 	const struct file *file = iocb->ki_filp;
 	loff_t pos = iocb->ki_pos;
 	u64 lba;
-	u32 dev, pid;
+	u32 dev;
 	u8 op;
 
+	if (unlikely(!READ_ONCE(emitting)))
+		return 0;
 	if (!(iocb->ki_flags & IOCB_DIRECT) || !S_ISBLK(file_inode(file)->i_mode))
 		return 0;
 	if (res > 0)
@@ -397,29 +403,46 @@ static int kp_aio_complete(struct kprobe *kp, struct pt_regs *regs)
 	op = (iocb->ki_flags & IOCB_WRITE) ? nvme_cmd_write : nvme_cmd_read;
 	emit(NVMETRACE_EV_AIO_COMPLETE, lba, dev, res > 0 ? res : 0, 0, 0, 0, 0,
 	     op, op == nvme_cmd_write ? NVMETRACE_REC_WRITE : 0, (u64)res);
-	pid = READ_ONCE(inflight_pid[inflight_slot(dev, lba)]);
-	if (pid)
-		atomic_inc(&reap_pending[hash_32(pid, NVMETRACE_REAP_BITS)]);
 	return 0;
 }
 
-/* kretprobe at do_io_getevents(): its return value is the events it copied */
+/* do_io_getevents(ctx_id, min_nr, nr, struct io_event __user *events, ts) */
+static int krp_reap_entry(struct kretprobe_instance *ri, struct pt_regs *regs)
+{
+	if (!READ_ONCE(emitting) || atomic_read(&uiocbs_live) <= 0)
+		return 1;	/* no sampled command to reap: no return probe */
+	*(unsigned long *)ri->data = regs_get_kernel_argument(regs, 3);
+	return 0;
+}
+
 static int krp_reap_return(struct kretprobe_instance *ri, struct pt_regs *regs)
 {
+	const struct io_event __user *events = *(const struct io_event __user **)ri->data;
 	long ret = (long)regs_return_value(regs);
-	atomic_t *pending;
-	int left;
+	long i;
 
-	if (ret <= 0)
-		return 0;
-	pending = &reap_pending[hash_32(current->pid, NVMETRACE_REAP_BITS)];
-	left = atomic_read(pending);
-	if (left <= 0)
-		return 0;
-	/* the reap takes what completed before it: at most ret of them */
-	atomic_sub(min_t(long, left, ret), pending);
-	emit(NVMETRACE_EV_AIO_REAP, NVMETRACE_NO_LBA, 0, 0, 0, 0, 0, 0, 0, 0,
-	     uaux(current->pid, ret));
+	for (i = 0; i < min_t(long, ret, NVMETRACE_REAP_EVENTS_MAX); i++) {
+		struct nvmetrace_uiocb *u;
+		struct io_event ev;
+		u64 lba;
+		u32 dev;
+		u8 op;
+
+		if (copy_from_user_nofault(&ev, &events[i], sizeof(ev)))
+			return 0;
+		u = &uiocbs[hash_64(ev.obj, NVMETRACE_UIOCB_BITS)];
+		if (!ev.obj || smp_load_acquire(&u->uptr) != ev.obj)
+			continue;
+		lba = u->lba;
+		dev = u->dev;
+		op = u->op;
+		if (cmpxchg(&u->uptr, ev.obj, 0) != ev.obj)
+			continue;	/* taken over by another command meanwhile */
+		atomic_dec(&uiocbs_live);
+		emit(NVMETRACE_EV_AIO_REAP, lba, dev, 0, 0, 0, 0, 0, op,
+		     op == nvme_cmd_write ? NVMETRACE_REC_WRITE : 0,
+		     uaux(current->pid, ret));
+	}
 	return 0;
 }
 
@@ -742,6 +765,7 @@ struct nvmetrace_hook {
 	u32 needs;		/* NEEDS_*: layout groups it reads */
 	/* a kretprobe (reported as a kprobe): handlers at entry and return */
 	kretprobe_handler_t ret_entry, ret;
+	size_t ret_data;	/* per-instance data of the kretprobe */
 
 	/* state, under hooks_lock */
 	struct tracepoint *tp;
@@ -774,7 +798,7 @@ static struct nvmetrace_hook hooks[] = {
 	  NVMETRACE_ROLE_TARGET, probe_nvmet_complete },
 	/* above the block layer: syscalls, files, aio */
 	{ "__x64_sys_io_submit", NULL, NVMETRACE_HOOK_KPROBE, NVMETRACE_ROLE_HOST,
-	  .ret_entry = krp_submit_entry, .ret = krp_submit_return },
+	  NULL, kp_submit },
 	{ "blkdev_read_iter", NULL, NVMETRACE_HOOK_KPROBE, NVMETRACE_ROLE_HOST,
 	  NULL, kp_file_read },
 	{ "blkdev_write_iter", NULL, NVMETRACE_HOOK_KPROBE, NVMETRACE_ROLE_HOST,
@@ -782,7 +806,8 @@ static struct nvmetrace_hook hooks[] = {
 	{ "aio_complete_rw", NULL, NVMETRACE_HOOK_KPROBE, NVMETRACE_ROLE_HOST,
 	  NULL, kp_aio_complete },
 	{ "do_io_getevents", NULL, NVMETRACE_HOOK_KPROBE, NVMETRACE_ROLE_HOST,
-	  .ret = krp_reap_return },
+	  .ret_entry = krp_reap_entry, .ret = krp_reap_return,
+	  .ret_data = sizeof(unsigned long) },
 	{ "nvme_tcp_try_send", "nvme_tcp", NVMETRACE_HOOK_KPROBE,
 	  NVMETRACE_ROLE_HOST, NULL, kp_tcp_try_send, .needs = NEEDS_TCP_HOST },
 	{ "nvme_tcp_recv_skb", "nvme_tcp", NVMETRACE_HOOK_KPROBE,
@@ -860,6 +885,7 @@ static void kp_attach(struct nvmetrace_hook *h)
 		h->krp.kp.symbol_name = h->name;
 		h->krp.entry_handler = h->ret_entry;
 		h->krp.handler = h->ret;
+		h->krp.data_size = h->ret_data;
 		ret = register_kretprobe(&h->krp);
 	} else {
 		memset(&h->kp, 0, sizeof(h->kp));
@@ -1014,7 +1040,6 @@ int nvmetrace_hooks_start(const struct nvmetrace_config *c,
 			  struct netlink_ext_ack *extack)
 {
 	struct nvmetrace_hook *h;
-	unsigned int i;
 	int ret;
 
 	if (c->role & NVMETRACE_ROLE_TARGET) {
@@ -1038,9 +1063,8 @@ int nvmetrace_hooks_start(const struct nvmetrace_config *c,
 		return -EBUSY;
 	}
 	cfg = *c;
-	memset(inflight_pid, 0, sizeof(inflight_pid));
-	for (i = 0; i < ARRAY_SIZE(reap_pending); i++)
-		atomic_set(&reap_pending[i], 0);
+	memset(uiocbs, 0, sizeof(uiocbs));
+	atomic_set(&uiocbs_live, 0);
 	sample_threshold = div64_u64(U64_MAX, cfg.sample);
 	if (cfg.sample == 1)
 		sample_threshold = U64_MAX;

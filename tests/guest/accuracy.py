@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """Check one nvmetrace recording against the fio run it recorded (tests/guest/scenarios/35-accuracy.sh).
 
-usage: accuracy.py LABEL FIO_JSON FIO_IOLOG REPORT_JSON COMMANDS_JSONL SAMPLE SEED LBS FIO_LAT_LOG
+usage: accuracy.py LABEL FIO_JSON REPORT_JSON COMMANDS_JSONL SAMPLE SEED LBS FIO_LAT_LOG
 
 Asserts, and prints one line of figures:
-  - sampling: the host commands are exactly the fio I/Os whose LBA the predicate picks
+  - sampling: the host commands are exactly the fio I/Os (from its latency log) whose LBA the predicate picks
     (mix64(lba ^ seed) <= 2^64-1 / N, the module's own function), none lost or incomplete;
   - the target recorded the same commands as the host (same op and LBA, same count);
   - every host command has all its events, in order, so no component is negative, and the
@@ -16,8 +16,8 @@ Asserts, and prints one line of figures:
     sampling alone), and so is the rest of fio's latency that no kernel hook can see: fio's
     own time in user space before io_submit() and after io_getevents() returns (lat - e2e);
   - the stages above the block layer are printed as figures of their own: syscall and file
-    submission (io_submit entry to block_bio_queue), completion to user space (block_rq_complete
-    to io_getevents' return: aio completion, wake-up, reap) and the io_submit() call.
+    submission (io_submit entry to block_bio_queue) and completion to user space
+    (block_rq_complete to io_getevents' return: aio completion, wake-up, reap).
 """
 import collections, json, sys
 
@@ -43,7 +43,7 @@ def fail(msg):
     sys.exit(1)
 
 
-label, fio_json, iolog, report_json, commands, sample, seed, lbs, latlog = sys.argv[1:10]
+label, fio_json, report_json, commands, sample, seed, lbs, latlog = sys.argv[1:9]
 sample, seed, lbs = int(sample), int(seed), int(lbs)
 threshold = M if sample == 1 else M // sample
 
@@ -56,23 +56,11 @@ fio_lat_us = job[side]["lat_ns"]["mean"] / 1000.0
 if job["error"] or fio_ios == 0:
     fail("fio: %d I/Os, error %d" % (fio_ios, job["error"]))
 
-# every I/O fio issued, from its iolog (offsets in bytes)
-expected = collections.Counter()
-issued = 0
-for line in open(iolog):
-    f = line.split()
-    if len(f) == 5:  # iolog version 3: a timestamp first
-        f = f[1:]
-    if len(f) == 4 and f[1] in ("read", "write"):
-        issued += 1
-        lba = int(f[2]) // lbs
-        if mix(lba ^ seed) <= threshold:
-            expected[(f[1], lba)] += 1
-if issued != fio_ios:
-    fail("fio's iolog has %d I/Os, its JSON %d" % (issued, fio_ios))
-
 # fio's latency (lat) of each I/O: time, value, direction, size, offset[, priority]
+# (one line per I/O: it is also the list of every I/O fio issued, so no iolog is needed,
+# whose writing would sit inside fio's lat)
 lat_all, lat_sampled = [], []
+expected = collections.Counter()
 for line in open(latlog):
     f = [x.strip() for x in line.split(",")]
     if len(f) < 5:
@@ -81,6 +69,7 @@ for line in open(latlog):
     lat_all.append(v)
     if mix(lba ^ seed) <= threshold:
         lat_sampled.append(v)
+        expected[("write" if f[2] == "1" else "read", lba)] += 1
 if len(lat_all) != fio_ios or not lat_sampled:
     fail("fio's latency log has %d I/Os (%d sampled), its JSON %d"
          % (len(lat_all), len(lat_sampled), fio_ios))
@@ -134,13 +123,12 @@ above = stage.get("syscall and file submission (before the block layer)")
 below = stage.get("completion to user space (wake-up, reap)")
 if above is None or below is None:
     fail("no stages above the block layer in the report: %s" % list(stage))
-submit = rep[0].get("io_submit", {}) if isinstance(rep, list) else {}
 ratio = e2e / fio_same_us
 line = ("%-22s fio %6d I/Os lat %8.2f us (same I/Os: %6d, %8.2f us) | nvmetrace n %6d e2e %8.2f us "
         "ratio %.3f (to all I/Os %.3f) | syscall+file submission %7.2f us, completion to user "
-        "space %7.2f us, io_submit() %7.2f us | fio in user space (lat - e2e) %7.2f us"
+        "space %7.2f us | fio in user space (lat - e2e) %7.2f us"
         % (label, fio_ios, fio_lat_us, len(lat_sampled), fio_same_us, g["n"], e2e, ratio,
-           e2e / fio_lat_us, above, below, submit.get("mean_us", 0.0), fio_same_us - e2e))
+           e2e / fio_lat_us, above, below, fio_same_us - e2e))
 if abs(ratio - 1) > TOLERANCE:
     fail("end to end differs from fio's lat by more than %d %%: %s" % (TOLERANCE * 100, line))
 print("ok   " + line)

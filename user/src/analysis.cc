@@ -180,14 +180,6 @@ void Assembler::push(const nvmetrace_rec& rec) {
     else
         counts_.last_ts = rec.ts;
 
-    if (rec.event == NVMETRACE_EV_SUBMIT_RETURN) {
-        // a figure of its own, not a command's boundary (the syscall may
-        // return before or after the command completes)
-        counts_.records_host++;
-        counts_.submit_returns++;
-        counts_.submit_ns += NVMETRACE_UAUX_HI(rec.aux);
-        return;
-    }
     int slot = event_slot(rec.event);
     if (slot < 0) {
         counts_.records_unknown++;
@@ -425,52 +417,48 @@ void Assembler::hold_for_user(Command& c) {
 }
 
 void Assembler::push_aio_complete(const nvmetrace_rec& rec, int slot) {
-    WaitKey key{rec.lba, devices_.head(rec.dev), static_cast<uint8_t>(rec_op(rec)), 3};
-    auto it = tail_by_key_.find(key);
-    while (it != tail_by_key_.end() && !it->second.empty()) {
-        uint64_t id = it->second.front();
-        it->second.pop_front();
-        auto c = tail_cmds_.find(id);
-        if (c == tail_cmds_.end())
-            continue;  // already handed on (expired)
-        if (it->second.empty())
-            tail_by_key_.erase(it);
-        c->second.ts[slot] = rec.ts;
-        c->second.present |= 1u << slot;
-        tail_by_pid_[c->second.pid].push_back(id);
+    const WaitKey key{rec.lba, devices_.head(rec.dev), static_cast<uint8_t>(rec_op(rec)), 3};
+    uint64_t id;
+    if (!take_tail(key, &id)) {
+        counts_.user_unmatched++;
         return;
     }
-    if (it != tail_by_key_.end())
-        tail_by_key_.erase(it);
-    counts_.user_unmatched++;
+    Command& c = tail_cmds_.at(id);
+    c.ts[slot] = rec.ts;
+    c.present |= 1u << slot;
+    tail_by_key_[WaitKey{key.lba, key.dev, key.op, 4}].push_back(id);
 }
 
-// io_getevents() returned `events` completions to thread `pid`, oldest first:
-// they are its held commands whose aio completion came before.
+// io_getevents() handed this command's event to user space: the module
+// knows which by the iocb the event names (kmod/hooks.c).
 void Assembler::push_aio_reap(const nvmetrace_rec& rec, int slot) {
-    auto it = tail_by_pid_.find(NVMETRACE_UAUX_PID(rec.aux));
-    if (it == tail_by_pid_.end())
-        return;  // a reap of unsampled completions only
-    uint32_t events = NVMETRACE_UAUX_HI(rec.aux);
-    int aio = event_slot(NVMETRACE_EV_AIO_COMPLETE);
-    auto& q = it->second;
-    while (!q.empty() && events > 0) {
-        auto c = tail_cmds_.find(q.front());
-        if (c == tail_cmds_.end()) {
-            q.pop_front();
-            continue;
-        }
-        if (c->second.at(aio) > rec.ts)
-            break;
-        q.pop_front();
-        events--;
-        c->second.ts[slot] = rec.ts;
-        c->second.present |= 1u << slot;
-        emit(c->second);
-        tail_cmds_.erase(c);
+    const WaitKey key{rec.lba, devices_.head(rec.dev), static_cast<uint8_t>(rec_op(rec)), 4};
+    uint64_t id;
+    if (!take_tail(key, &id)) {
+        counts_.user_unmatched++;
+        return;
     }
-    if (q.empty())
-        tail_by_pid_.erase(it);
+    auto c = tail_cmds_.find(id);
+    c->second.ts[slot] = rec.ts;
+    c->second.present |= 1u << slot;
+    emit(c->second);
+    tail_cmds_.erase(c);
+}
+
+// The oldest held command under key that is still held.
+bool Assembler::take_tail(const WaitKey& key, uint64_t* id) {
+    auto it = tail_by_key_.find(key);
+    if (it == tail_by_key_.end())
+        return false;
+    bool found = false;
+    while (!it->second.empty() && !found) {
+        *id = it->second.front();
+        it->second.pop_front();
+        found = tail_cmds_.count(*id) != 0;  // else handed on already (expired)
+    }
+    if (it->second.empty())
+        tail_by_key_.erase(it);
+    return found;
 }
 
 void Assembler::expire_tail(uint64_t now) {
@@ -485,10 +473,8 @@ void Assembler::expire_tail(uint64_t now) {
         emit(c->second);
         tail_cmds_.erase(c);
     }
-    if (tail_cmds_.empty()) {
+    if (tail_cmds_.empty())
         tail_by_key_.clear();
-        tail_by_pid_.clear();
-    }
 }
 
 void merge_by_ts(std::span<const std::span<const nvmetrace_rec>> streams,

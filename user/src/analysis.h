@@ -173,8 +173,6 @@ struct AssemblyCounts {
     uint64_t repeats = 0;                // further records of a repeating event (EventDef)
     uint64_t user_unmatched = 0;         // aio completions or file submissions without
                                          // their command (lost records, other I/O)
-    uint64_t submit_returns = 0;         // io_submit() calls that submitted a sampled I/O
-    uint64_t submit_ns = 0;              // their time from entry to return, summed
     uint64_t first_ts = 0, last_ts = 0;  // of all records
 
     uint64_t incomplete() const { return cut_start + cut_end + lost_end; }
@@ -211,7 +209,8 @@ private:
         uint64_t lba;
         uint32_t dev;
         uint8_t op;
-        uint8_t kind;  // 0: bio, 1: insert, 2: file submission, 3: awaiting its aio completion
+        uint8_t kind;  // 0: bio, 1: insert, 2: file submission, held commands awaiting
+                       // 3: their aio completion, 4: their reap
         bool operator==(const WaitKey&) const = default;
     };
     struct WaitKeyHash {
@@ -241,6 +240,7 @@ private:
     void push_aio_complete(const nvmetrace_rec& rec, int slot);
     void push_aio_reap(const nvmetrace_rec& rec, int slot);
     void expire_tail(uint64_t now);
+    bool take_tail(const WaitKey& key, uint64_t* id);
 
     const DeviceTable& devices_;
     Sink sink_;
@@ -257,7 +257,6 @@ private:
     // commands held for their aio completion and reap, by id
     std::unordered_map<uint64_t, Command> tail_cmds_;
     std::unordered_map<WaitKey, std::deque<uint64_t>, WaitKeyHash> tail_by_key_;
-    std::unordered_map<uint32_t, std::deque<uint64_t>> tail_by_pid_;
     std::deque<std::pair<uint64_t, uint64_t>> tail_order_;  // (ts held, id), oldest first
     uint64_t next_tail_id_ = 0;
 };

@@ -229,13 +229,6 @@ std::string summary_text(const Summary& s, const AssemblyCounts& counts,
     if (counts.records_unknown)
         out += fmt::format("ignored: {} records of events this version does not know\n",
                            counts.records_unknown);
-    if (counts.submit_returns)
-        out += fmt::format(
-            "io_submit: {:.2f} us from entry to return, mean of {} calls that submitted a sampled "
-            "command\n",
-            static_cast<double>(counts.submit_ns) / static_cast<double>(counts.submit_returns) /
-                1e3,
-            counts.submit_returns);
     return out;
 }
 
@@ -307,11 +300,6 @@ nlohmann::json summary_json(const Summary& s, const AssemblyCounts& counts,
                      {"multipath_duplicates", counts.multipath_duplicates},
                      {"repeated_records", counts.repeats},
                      {"user_unmatched", counts.user_unmatched}};
-    j["io_submit"] = {
-        {"calls", counts.submit_returns},
-        {"mean_us", counts.submit_returns ? static_cast<double>(counts.submit_ns) /
-                                                static_cast<double>(counts.submit_returns) / 1e3
-                                          : 0.0}};
     const JoinCounts& jc = opts.join;
     if (jc.active) {
         json hu = json::object(), tu = json::object();

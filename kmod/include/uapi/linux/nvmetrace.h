@@ -102,11 +102,9 @@ enum nvmetrace_event {
 	NVMETRACE_EV_SYSCALL_SUBMIT	= 16,
 	/* blkdev_read_iter/blkdev_write_iter (O_DIRECT); aux: see NVMETRACE_UAUX_* */
 	NVMETRACE_EV_FILE_SUBMIT	= 17,
-	/* io_submit() returns, for the last sampled I/O it submitted; aux as FILE_SUBMIT */
-	NVMETRACE_EV_SUBMIT_RETURN	= 18,
 	/* aio_complete_rw: the event is posted to the aio context; aux: result */
 	NVMETRACE_EV_AIO_COMPLETE	= 19,
-	/* io_getevents() returns events; no LBA; aux: pid, events (NVMETRACE_UAUX_*) */
+	/* io_getevents() returned this command's event; aux: see NVMETRACE_UAUX_* */
 	NVMETRACE_EV_AIO_REAP		= 20,
 
 	/* target: nvmet core and its block backend */
@@ -144,11 +142,10 @@ enum nvmetrace_event {
 #define NVMETRACE_NO_LBA		(~(__u64)0)
 
 /*
- * aux of NVMETRACE_EV_FILE_SUBMIT, _SUBMIT_RETURN and _AIO_REAP: the thread
- * id (kernel pid) in the low 32 bits; above them FILE_SUBMIT and
- * SUBMIT_RETURN hold the nanoseconds since the io_submit() entry (0: not
- * known, e.g. the task migrated; saturated at 2^32 - 1), AIO_REAP the number
- * of events io_getevents() returned.
+ * aux of NVMETRACE_EV_FILE_SUBMIT and _AIO_REAP: the thread id (kernel pid)
+ * in the low 32 bits; above them FILE_SUBMIT holds the nanoseconds since the
+ * io_submit() entry (0: not known, e.g. the task migrated; saturated at
+ * 2^32 - 1), AIO_REAP the number of events that io_getevents() returned.
  */
 #define NVMETRACE_UAUX_PID(aux)		((__u32)(aux))
 #define NVMETRACE_UAUX_HI(aux)		((__u32)((aux) >> 32))
