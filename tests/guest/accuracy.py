@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Check one nvmetrace recording against the fio run it recorded (tests/guest/scenarios/35-accuracy.sh).
 
-usage: accuracy.py LABEL FIO_JSON REPORT_JSON COMMANDS_JSONL SAMPLE SEED LBS FIO_LAT_LOG
+usage: accuracy.py LABEL FIO_JSON REPORT_JSON COMMANDS_JSONL SAMPLE SEED LBS FIO_LAT_LOG FIO_NULL_JSON
 
 Asserts, and prints one line of figures:
   - sampling: the host commands are exactly the fio I/Os (from its latency log) whose LBA the predicate picks
@@ -10,11 +10,14 @@ Asserts, and prints one line of figures:
   - every host command has all its events, in order, so no component is negative, and the
     stages of the report add up to its end-to-end mean;
   - the end to end (io_submit() entry to io_getevents() return: the span user space sees)
-    agrees within 2 % with fio's total latency (lat = slat + clat) over the same I/Os: fio's
-    per-I/O latency log (FIO_LAT_LOG, with offsets) gives the lat of each I/O nvmetrace
-    sampled.  fio's mean over all its I/Os is printed beside it (at 1 of 10 it differs by the
-    sampling alone), and so is the rest of fio's latency that no kernel hook can see: fio's
-    own time in user space before io_submit() and after io_getevents() returns (lat - e2e);
+    plus fio's own time agrees within 2 % with fio's total latency (lat = slat + clat) over
+    the same I/Os: fio's per-I/O latency log (FIO_LAT_LOG, with offsets) gives the lat of
+    each I/O nvmetrace sampled.  fio's own time is the part of lat no kernel hook can see
+    (fio's loop in user space before io_submit() and after io_getevents() returns); it is
+    measured apart, with fio's null engine in the same shape (FIO_NULL_JSON: its lat is fio's
+    own work per I/O, no syscall), and printed as its own figure, beside what remains of
+    fio's lat after nvmetrace's end to end (lat - e2e).  fio's mean over all its I/Os is
+    printed too (at 1 of 10 it differs by the sampling alone);
   - the stages above the block layer are printed as figures of their own: syscall and file
     submission (io_submit entry to block_bio_queue) and completion to user space
     (block_rq_complete to io_getevents' return: aio completion, wake-up, reap).
@@ -43,7 +46,7 @@ def fail(msg):
     sys.exit(1)
 
 
-label, fio_json, report_json, commands, sample, seed, lbs, latlog = sys.argv[1:9]
+label, fio_json, report_json, commands, sample, seed, lbs, latlog, null_json = sys.argv[1:10]
 sample, seed, lbs = int(sample), int(seed), int(lbs)
 threshold = M if sample == 1 else M // sample
 
@@ -55,6 +58,11 @@ fio_ios = job[side]["total_ios"]
 fio_lat_us = job[side]["lat_ns"]["mean"] / 1000.0
 if job["error"] or fio_ios == 0:
     fail("fio: %d I/Os, error %d" % (fio_ios, job["error"]))
+text = open(null_json).read()
+nj = json.loads(text[text.index("{"):])["jobs"][0][side]
+if nj["total_ios"] == 0:
+    fail("fio's null engine did no I/O")
+fio_own_us = nj["lat_ns"]["mean"] / 1000.0
 
 # fio's latency (lat) of each I/O: time, value, direction, size, offset[, priority]
 # (one line per I/O: it is also the list of every I/O fio issued, so no iolog is needed,
@@ -123,12 +131,13 @@ above = stage.get("syscall and file submission (before the block layer)")
 below = stage.get("completion to user space (wake-up, reap)")
 if above is None or below is None:
     fail("no stages above the block layer in the report: %s" % list(stage))
-ratio = e2e / fio_same_us
-line = ("%-22s fio %6d I/Os lat %8.2f us (same I/Os: %6d, %8.2f us) | nvmetrace n %6d e2e %8.2f us "
-        "ratio %.3f (to all I/Os %.3f) | syscall+file submission %7.2f us, completion to user "
-        "space %7.2f us | fio in user space (lat - e2e) %7.2f us"
+ratio = (e2e + fio_own_us) / fio_same_us
+line = ("%-22s fio %6d I/Os lat %8.2f us (same I/Os: %6d, %8.2f us) | nvmetrace n %6d e2e %8.2f us"
+        " | (e2e + fio's own) / lat %.3f, e2e / lat %.3f (to all I/Os %.3f) | fio's own time "
+        "(null engine) %6.2f us, lat - e2e %7.2f us | syscall+file submission %7.2f us, "
+        "completion to user space %7.2f us"
         % (label, fio_ios, fio_lat_us, len(lat_sampled), fio_same_us, g["n"], e2e, ratio,
-           e2e / fio_lat_us, above, below, fio_same_us - e2e))
+           e2e / fio_same_us, e2e / fio_lat_us, fio_own_us, fio_same_us - e2e, above, below))
 if abs(ratio - 1) > TOLERANCE:
     fail("end to end differs from fio's lat by more than %d %%: %s" % (TOLERANCE * 100, line))
 print("ok   " + line)
