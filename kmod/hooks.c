@@ -42,6 +42,7 @@
 #include <linux/tracepoint.h>
 #include <net/genetlink.h>
 #include <trace/events/block.h>
+#include <asm/syscall.h>
 
 #include "nvmetrace.h"
 #include "sample_core.h"
@@ -340,7 +341,9 @@ static __always_inline void file_submit(struct pt_regs *regs, u8 op)
 	const struct iov_iter *iter = (const struct iov_iter *)regs_get_kernel_argument(regs, 1);
 	struct nvmetrace_submit *st = this_cpu_ptr(&submit_stash);
 	u64 lba, since = 0, uptr = 0;
-	bool in_submit = st->task == current;
+	/* the stash is this call's: same task, still inside io_submit() */
+	bool in_submit = st->task == current &&
+			 syscall_get_nr(current, task_pt_regs(current)) == __NR_io_submit;
 	u32 dev, idx = 0;
 
 	if (unlikely(!READ_ONCE(emitting)))
