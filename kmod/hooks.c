@@ -253,7 +253,7 @@ static void probe_nvme_setup(void *data, struct request *rq,
  * with O_DIRECT:
  *
  *  - kprobe on io_submit(): its entry time and the user's iocb array are
- *    kept per CPU (no record).
+ *    kept for the task (no record).
  *  - kprobes on blkdev_read_iter/blkdev_write_iter (the file-level submission,
  *    before any bio): FILE_SUBMIT, with the io_submit() entry in its aux.
  *    io_submit() submits the array in order, so the n-th file submission of
@@ -274,9 +274,9 @@ static void probe_nvme_setup(void *data, struct request *rq,
  * the same commands.  aio_complete_rw runs after the block device advanced
  * ki_pos by the result (blkdev_bio_end_io_async), so it steps back by it.
  *
- * State, all O(1) and racy only in ways that lose a record: the per-CPU
- * io_submit() stash (a task that migrates in between loses its entry time
- * and its reap) and the iocb table (a collision drops the older entry).
+ * State, all O(1) and racy only in ways that lose a record: the io_submit()
+ * stash (by a hash of the task) and the iocb table (a collision drops the
+ * older entry).
  */
 struct nvmetrace_submit {
 	const struct task_struct *task;	/* in io_submit() since entry_ts */
@@ -284,7 +284,18 @@ struct nvmetrace_submit {
 	unsigned long iocbpp;		/* its struct iocb __user * __user * */
 	u32 nsub;			/* file submissions so far in this call */
 };
-static DEFINE_PER_CPU(struct nvmetrace_submit, submit_stash);
+/*
+ * By task, not by CPU: the task may migrate between io_submit()'s entry and
+ * its file submissions.  Only the task itself writes and reads its slot; two
+ * tasks in io_submit() at once whose slots collide lose their entry times.
+ */
+#define NVMETRACE_SUBMIT_BITS	6
+static struct nvmetrace_submit submit_stash[1 << NVMETRACE_SUBMIT_BITS];
+
+static __always_inline struct nvmetrace_submit *task_stash(void)
+{
+	return &submit_stash[hash_ptr(current, NVMETRACE_SUBMIT_BITS)];
+}
 
 struct nvmetrace_uiocb {
 	u64 uptr;	/* user address of the iocb, 0: free; written last */
@@ -308,7 +319,7 @@ static __always_inline u64 uaux(u32 pid, u64 hi)
 static int kp_submit(struct kprobe *kp, struct pt_regs *regs)
 {
 	struct pt_regs *uregs = (struct pt_regs *)regs_get_kernel_argument(regs, 0);
-	struct nvmetrace_submit *st = this_cpu_ptr(&submit_stash);
+	struct nvmetrace_submit *st = task_stash();
 
 	if (unlikely(!READ_ONCE(emitting)))
 		return 0;
@@ -339,7 +350,7 @@ static __always_inline void file_submit(struct pt_regs *regs, u8 op)
 {
 	const struct kiocb *iocb = (const struct kiocb *)regs_get_kernel_argument(regs, 0);
 	const struct iov_iter *iter = (const struct iov_iter *)regs_get_kernel_argument(regs, 1);
-	struct nvmetrace_submit *st = this_cpu_ptr(&submit_stash);
+	struct nvmetrace_submit *st = task_stash();
 	u64 lba, since = 0, uptr = 0;
 	/* the stash is this call's: same task, still inside io_submit() */
 	bool in_submit = st->task == current &&

@@ -55,7 +55,8 @@ for rw in randread randwrite; do
 					fail "$label: report --commands failed"
 				python3 "$NVMETRACE_SRC/tests/guest/accuracy.py" "$label" "$d/fio.json" \
 					"$d/report.json" "$d/commands.jsonl" "$s" "$SEED" "$lbs" \
-					"$d/fio_lat.1.log" "$own" || bad=$((bad + 1))
+					"$d/fio_lat.1.log" "$own" "$RESULTS/$rw-$bs-qd$qd-null_lat.1.log" ||
+					bad=$((bad + 1))
 				n=$((n + 1))
 			done
 		done
