@@ -84,11 +84,17 @@ uint32_t required_events(View view, std::span<const ComponentDef> table) {
     return m;
 }
 
-ViewEnds ends_of(View view) {
+// A view's first and last required events: where every command of the view
+// starts and ends when it has no optional event before or after them (host:
+// block_bio_queue and block_rq_complete).
+ViewEnds required_ends_of(View view) {
     static const auto ends = [] {
         std::array<ViewEnds, 3> e{};
-        for (View v : {View::host_only, View::target_only, View::joined})
-            e[std::countr_zero(static_cast<unsigned>(v))] = table_ends(v, kComponents);
+        for (View v : {View::host_only, View::target_only, View::joined}) {
+            auto rows = path_of(v, required_events(v, kComponents), kComponents);
+            e[std::countr_zero(static_cast<unsigned>(v))] =
+                ViewEnds{event_slot(rows.front()->from), event_slot(rows.back()->to)};
+        }
         return e;
     }();
     return ends[std::countr_zero(static_cast<unsigned>(view))];
@@ -192,8 +198,15 @@ void Assembler::push(const nvmetrace_rec& rec) {
     }
     counts_.records_host++;
     expire_waiting(rec.ts);
+    expire_tail(rec.ts);
     auto op = static_cast<uint8_t>(rec_op(rec));
-    if (rec.event == NVMETRACE_EV_BIO_QUEUE) {
+    if (rec.event == NVMETRACE_EV_FILE_SUBMIT) {
+        push_waiting(rec, WaitKey{rec.lba, devices_.head(rec.dev), op, 2});
+    } else if (rec.event == NVMETRACE_EV_AIO_COMPLETE) {
+        push_aio_complete(rec, slot);
+    } else if (rec.event == NVMETRACE_EV_AIO_REAP) {
+        push_aio_reap(rec, slot);
+    } else if (rec.event == NVMETRACE_EV_BIO_QUEUE) {
         WaitKey key{rec.lba, devices_.head(rec.dev), op, 0};
         // NVMe multipath: the bio is queued on the head disk, then again on
         // the path disk it is sent to.  Keep the head's (the earliest).
@@ -214,7 +227,7 @@ void Assembler::push(const nvmetrace_rec& rec) {
 }
 
 void Assembler::push_waiting(const nvmetrace_rec& rec, const WaitKey& key) {
-    Waiting w{next_wait_id_++, rec.ts, rec.len};
+    Waiting w{next_wait_id_++, rec.ts, rec.len, rec.aux};
     waiting_[key].push_back(w);
     wait_order_.emplace_back(key, w);
     waiting_count_++;
@@ -242,7 +255,9 @@ void Assembler::expire_waiting(uint64_t now) {
         if (!taken) {
             if (w.ts + bio_horizon_ns_ >= now)
                 break;
-            (key.kind == 0 ? counts_.bios_unmatched : counts_.inserts_unmatched)++;
+            (key.kind == 0   ? counts_.bios_unmatched
+             : key.kind == 1 ? counts_.inserts_unmatched
+                             : counts_.user_unmatched)++;
             it->second.pop_front();
             if (it->second.empty())
                 waiting_.erase(it);
@@ -289,6 +304,19 @@ void Assembler::push_host_rq(const nvmetrace_rec& rec, int slot) {
             int s = event_slot(NVMETRACE_EV_BIO_QUEUE);
             c.ts[s] = w.ts;
             c.present |= 1u << s;
+            // the file submission came before its bio
+            if (take_waiting(WaitKey{rec.lba, c.dev, op, 2}, &w)) {
+                int fs = event_slot(NVMETRACE_EV_FILE_SUBMIT);
+                c.ts[fs] = w.ts;
+                c.present |= 1u << fs;
+                c.pid = NVMETRACE_UAUX_PID(w.aux);
+                uint64_t since = NVMETRACE_UAUX_HI(w.aux);
+                if (since && since <= w.ts) {
+                    int ss = event_slot(NVMETRACE_EV_SYSCALL_SUBMIT);
+                    c.ts[ss] = w.ts - since;
+                    c.present |= 1u << ss;
+                }
+            }
         }
     }
     Command& c = f.cmd;
@@ -304,9 +332,12 @@ void Assembler::push_host_rq(const nvmetrace_rec& rec, int slot) {
         if (rec.flags & NVMETRACE_REC_HAS_QID)
             c.qid = rec.qid;
     }
-    if (slot == ends_of(View::host_only).last) {
+    if (slot == required_ends_of(View::host_only).last) {
         c.status = rec.aux;
-        emit(c);
+        if (c.has(event_slot(NVMETRACE_EV_FILE_SUBMIT)))
+            hold_for_user(c);
+        else
+            emit(c);
         host_.erase(it);
     }
 }
@@ -342,7 +373,7 @@ void Assembler::push_target(const nvmetrace_rec& rec, int slot) {
     f.max_rank = std::max(f.max_rank, ev.rank);
     if (rec.event == NVMETRACE_EV_NVMET_INIT)
         c.nsid = static_cast<uint32_t>(rec.aux);
-    if (slot == ends_of(View::target_only).last) {
+    if (slot == required_ends_of(View::target_only).last) {
         c.status = rec.aux;
         emit(c);
         target_.erase(it);
@@ -351,7 +382,7 @@ void Assembler::push_target(const nvmetrace_rec& rec, int slot) {
 
 void Assembler::emit(Command& c) {
     View v = c.side == Side::host ? View::host_only : View::target_only;
-    if (!c.has(ends_of(v).first)) {
+    if (!c.has(required_ends_of(v).first)) {
         counts_.cut_start++;
         return;
     }
@@ -367,14 +398,90 @@ void Assembler::emit(Command& c) {
 }
 
 void Assembler::finish() {
+    // held commands are complete at the block layer: hand them on as they are
+    expire_tail(UINT64_MAX);
     counts_.cut_end += host_.size() + target_.size();
     host_.clear();
     target_.clear();
     for (const auto& [key, q] : waiting_)
-        (key.kind == 0 ? counts_.bios_unmatched : counts_.inserts_unmatched) += q.size();
+        (key.kind == 0   ? counts_.bios_unmatched
+         : key.kind == 1 ? counts_.inserts_unmatched
+                         : counts_.user_unmatched) += q.size();
     waiting_.clear();
     wait_order_.clear();
     waiting_count_ = 0;
+}
+
+// How long a command past block_rq_complete waits for its aio completion
+// and its reap (both normally follow within microseconds).
+constexpr uint64_t kUserHorizonNs = 1'000'000'000ull;
+
+void Assembler::hold_for_user(Command& c) {
+    uint64_t id = next_tail_id_++;
+    tail_by_key_[WaitKey{c.lba, c.dev, static_cast<uint8_t>(c.op), 3}].push_back(id);
+    tail_order_.emplace_back(c.at(event_slot(NVMETRACE_EV_RQ_COMPLETE)), id);
+    tail_cmds_.emplace(id, c);
+}
+
+void Assembler::push_aio_complete(const nvmetrace_rec& rec, int slot) {
+    const WaitKey key{rec.lba, devices_.head(rec.dev), static_cast<uint8_t>(rec_op(rec)), 3};
+    uint64_t id;
+    if (!take_tail(key, &id)) {
+        counts_.user_unmatched++;
+        return;
+    }
+    Command& c = tail_cmds_.at(id);
+    c.ts[slot] = rec.ts;
+    c.present |= 1u << slot;
+    tail_by_key_[WaitKey{key.lba, key.dev, key.op, 4}].push_back(id);
+}
+
+// io_getevents() handed this command's event to user space: the module
+// knows which by the iocb the event names (kmod/hooks.c).
+void Assembler::push_aio_reap(const nvmetrace_rec& rec, int slot) {
+    const WaitKey key{rec.lba, devices_.head(rec.dev), static_cast<uint8_t>(rec_op(rec)), 4};
+    uint64_t id;
+    if (!take_tail(key, &id)) {
+        counts_.user_unmatched++;
+        return;
+    }
+    auto c = tail_cmds_.find(id);
+    c->second.ts[slot] = rec.ts;
+    c->second.present |= 1u << slot;
+    emit(c->second);
+    tail_cmds_.erase(c);
+}
+
+// The oldest held command under key that is still held.
+bool Assembler::take_tail(const WaitKey& key, uint64_t* id) {
+    auto it = tail_by_key_.find(key);
+    if (it == tail_by_key_.end())
+        return false;
+    bool found = false;
+    while (!it->second.empty() && !found) {
+        *id = it->second.front();
+        it->second.pop_front();
+        found = tail_cmds_.count(*id) != 0;  // else handed on already (expired)
+    }
+    if (it->second.empty())
+        tail_by_key_.erase(it);
+    return found;
+}
+
+void Assembler::expire_tail(uint64_t now) {
+    while (!tail_order_.empty()) {
+        auto [ts, id] = tail_order_.front();
+        if (now != UINT64_MAX && ts + kUserHorizonNs >= now)
+            break;
+        tail_order_.pop_front();
+        auto c = tail_cmds_.find(id);
+        if (c == tail_cmds_.end())
+            continue;
+        emit(c->second);
+        tail_cmds_.erase(c);
+    }
+    if (tail_cmds_.empty())
+        tail_by_key_.clear();
 }
 
 void merge_by_ts(std::span<const std::span<const nvmetrace_rec>> streams,
@@ -412,12 +519,28 @@ std::vector<const ComponentDef*> path_of(View view, uint32_t present,
     std::vector<const ComponentDef*> rows;
     uint32_t miss = 0;
     int cur = ends.first;
+    // Leading optional events the command lacks: start at the first it has
+    // (or at the first required one).
+    while (kEvents[cur].optional && !(present >> cur & 1u)) {
+        const ComponentDef* first = nullptr;
+        for (const auto& c : table)
+            if (c.depth == 0 && in_view(c, view) && event_slot(c.from) == cur) {
+                first = &c;
+                break;
+            }
+        if (!first || cur == ends.last)
+            throw std::logic_error(
+                fmt::format("no component leads on from '{}'", kEvents[cur].name));
+        cur = event_slot(first->to);
+    }
     while (cur != ends.last) {
         const ComponentDef* next = nullptr;
         const ComponentDef* fallback = nullptr;
+        bool any = false;
         for (const auto& c : table) {
             if (c.depth != 0 || !in_view(c, view) || event_slot(c.from) != cur)
                 continue;
+            any = true;
             int to = event_slot(c.to);
             if (to < 0)
                 throw std::logic_error(fmt::format("component '{}': unknown event", c.name));
@@ -430,6 +553,9 @@ std::vector<const ComponentDef*> path_of(View view, uint32_t present,
         }
         if (!next)
             next = fallback;
+        // Only optional events the command lacks follow: its path ends here.
+        if (!next && any && !rows.empty())
+            break;
         if (!next || rows.size() >= kMaxEvents)
             throw std::logic_error(
                 fmt::format("no component leads on from '{}'", kEvents[cur].name));

@@ -81,6 +81,13 @@ inline constexpr EventDef kEvents[] = {
     {NVMETRACE_EV_TCP_H2C_SEND, "nvme_tcp_try_send (H2C data)", Side::host, 6, true, true},
     {NVMETRACE_EV_TCP_C2H_RECV, "nvme_tcp_recv_skb (C2H data)", Side::host, 7, true, true},
     {NVMETRACE_EV_TCP_RSP_RECV, "nvme_tcp_recv_skb (response)", Side::host, 8, true},
+    // Above the block layer (libaio on a block device, O_DIRECT): optional, a
+    // command of the kernel's own or of another interface has none of them.
+    // They are attached by the Assembler, not by (dev, qid, tag).
+    {NVMETRACE_EV_SYSCALL_SUBMIT, "io_submit (entry)", Side::host, 0, true},
+    {NVMETRACE_EV_FILE_SUBMIT, "blkdev_read_iter/blkdev_write_iter", Side::host, 0, true},
+    {NVMETRACE_EV_AIO_COMPLETE, "aio_complete_rw", Side::host, 11, true},
+    {NVMETRACE_EV_AIO_REAP, "io_getevents (return)", Side::host, 12, true},
 };
 inline constexpr size_t kMaxEvents = 32;  // Command::ts capacity, bits of Command::present
 static_assert(std::size(kEvents) <= kMaxEvents);
@@ -137,6 +144,7 @@ struct Command {
     bool size_in_blocks = false;  // target record in blocks, block size unknown
     uint8_t len_flags = 0;        // flags of the record that gave the size
     uint32_t dev = 0;             // host: the head disk; target: 0
+    uint32_t pid = 0;             // host: the submitting thread (with a file submission)
     uint32_t nsid = 0;            // target: from nvmet_req_init; host: from nvme_setup_cmd
     uint64_t status = 0;          // block status (host) or NVMe status (target); 0: success
     uint16_t qid = 0;             // NVMe queue id (host: hctx + 1; target: the sq's)
@@ -170,6 +178,8 @@ struct AssemblyCounts {
     uint64_t inserts_unmatched = 0;      // untagged block_rq_insert never followed by its request
     uint64_t multipath_duplicates = 0;   // path-disk block_bio_queue of a head bio
     uint64_t repeats = 0;                // further records of a repeating event (EventDef)
+    uint64_t user_unmatched = 0;         // aio completions or file submissions without
+                                         // their command (lost records, other I/O)
     uint64_t first_ts = 0, last_ts = 0;  // of all records
 
     uint64_t incomplete() const { return cut_start + cut_end + lost_end; }
@@ -196,7 +206,7 @@ public:
     void finish();
 
     const AssemblyCounts& counts() const { return counts_; }
-    size_t in_flight() const { return host_.size() + target_.size(); }
+    size_t in_flight() const { return host_.size() + target_.size() + tail_cmds_.size(); }
     size_t waiting() const { return waiting_count_; }  // bios and untagged inserts
 
 private:
@@ -206,7 +216,8 @@ private:
         uint64_t lba;
         uint32_t dev;
         uint8_t op;
-        uint8_t kind;  // 0: bio, 1: insert
+        uint8_t kind;  // 0: bio, 1: insert, 2: file submission, held commands awaiting
+                       // 3: their aio completion, 4: their reap
         bool operator==(const WaitKey&) const = default;
     };
     struct WaitKeyHash {
@@ -216,6 +227,7 @@ private:
         uint64_t id;
         uint64_t ts;
         uint32_t len;
+        uint64_t aux = 0;
     };
     struct InFlight {
         Command cmd;
@@ -228,6 +240,14 @@ private:
     bool take_waiting(const WaitKey& key, Waiting* out);
     void expire_waiting(uint64_t now);
     void emit(Command& cmd);
+    // Above the block layer: a command past block_rq_complete that had a
+    // file submission waits for its aio completion, then for its thread's
+    // reap; after the horizon it is handed on without them.
+    void hold_for_user(Command& cmd);
+    void push_aio_complete(const nvmetrace_rec& rec, int slot);
+    void push_aio_reap(const nvmetrace_rec& rec, int slot);
+    void expire_tail(uint64_t now);
+    bool take_tail(const WaitKey& key, uint64_t* id);
 
     const DeviceTable& devices_;
     Sink sink_;
@@ -241,6 +261,11 @@ private:
     // (dev, qid, tag) and (cntlid, qid, cid) -> the command in flight
     std::unordered_map<uint64_t, InFlight> host_;
     std::unordered_map<uint64_t, InFlight> target_;
+    // commands held for their aio completion and reap, by id
+    std::unordered_map<uint64_t, Command> tail_cmds_;
+    std::unordered_map<WaitKey, std::deque<uint64_t>, WaitKeyHash> tail_by_key_;
+    std::deque<std::pair<uint64_t, uint64_t>> tail_order_;  // (ts held, id), oldest first
+    uint64_t next_tail_id_ = 0;
 };
 
 // Merges per-CPU streams, each already in ts order, into one in ts order
@@ -279,8 +304,15 @@ struct ComponentDef {
 };
 
 // Columns of the live lines.
-enum class StageColumn : uint8_t { host_block, host_driver, network, target_driver, storage };
-inline constexpr size_t kStageColumns = 5;
+enum class StageColumn : uint8_t {
+    host_block,
+    host_driver,
+    network,
+    target_driver,
+    storage,
+    host_user,  // above the block layer: syscall, file submission, wake-up, reap
+};
+inline constexpr size_t kStageColumns = 6;
 
 // Stages: the short table, each a sum of components.
 struct StageDef {
@@ -296,6 +328,8 @@ inline constexpr StageDef kStages[] = {
     {"network", StageColumn::network, false},
     {"target driver", StageColumn::target_driver, false},
     {"storage", StageColumn::storage, false},
+    {"syscall and file submission (before the block layer)", StageColumn::host_user, false},
+    {"completion to user space (wake-up, reap)", StageColumn::host_user, false},
 };
 
 inline constexpr uint8_t kHost = static_cast<uint8_t>(View::host_only);
@@ -303,6 +337,12 @@ inline constexpr uint8_t kTarget = static_cast<uint8_t>(View::target_only);
 inline constexpr uint8_t kJoined = static_cast<uint8_t>(View::joined);
 
 inline constexpr ComponentDef kComponents[] = {
+    // above the block layer (optional events: a command without them starts
+    // at block_bio_queue and ends at block_rq_complete)
+    {"syscall: io_submit entry to the file", NVMETRACE_EV_SYSCALL_SUBMIT, NVMETRACE_EV_FILE_SUBMIT,
+     "syscall and file submission (before the block layer)", kHost | kJoined, 0},
+    {"file submission to the block layer", NVMETRACE_EV_FILE_SUBMIT, NVMETRACE_EV_BIO_QUEUE,
+     "syscall and file submission (before the block layer)", kHost | kJoined, 0},
     {"host block layer, submission", NVMETRACE_EV_BIO_QUEUE, NVMETRACE_EV_NVME_SETUP,
      "host block layer", kHost | kJoined, 0},
     {"host driver, submission", NVMETRACE_EV_NVME_SETUP, NVMETRACE_EV_RQ_ISSUE, "host driver",
@@ -359,6 +399,10 @@ inline constexpr ComponentDef kComponents[] = {
      "host driver", kHost | kJoined, 0},
     {"host block layer, completion", NVMETRACE_EV_NVME_COMPLETE, NVMETRACE_EV_RQ_COMPLETE,
      "host block layer", kHost | kJoined, 0},
+    {"completion posted to the aio context", NVMETRACE_EV_RQ_COMPLETE, NVMETRACE_EV_AIO_COMPLETE,
+     "completion to user space (wake-up, reap)", kHost | kJoined, 0},
+    {"wake-up and reap (io_getevents)", NVMETRACE_EV_AIO_COMPLETE, NVMETRACE_EV_AIO_REAP,
+     "completion to user space (wake-up, reap)", kHost | kJoined, 0},
 };
 
 View view_of(const Command& cmd);
@@ -398,9 +442,10 @@ struct Layout {
 };
 
 // The path of a command of `view` that has the events in `present` (slot
-// bits), as rows of `table`; *missing gets the required boundaries it went
-// through without a record.  Throws std::logic_error if the table has no
-// path for it, or names an unknown event or stage.
+// bits), as rows of `table`: leading optional events it lacks are skipped,
+// and it ends early where only optional events it lacks follow; *missing gets the required
+// boundaries it went through without a record.  Throws std::logic_error if the table has no path
+// for it, or names an unknown event or stage.
 std::vector<const ComponentDef*> path_of(View view, uint32_t present,
                                          std::span<const ComponentDef> table,
                                          uint32_t* missing = nullptr);

@@ -312,9 +312,9 @@ RecordingWriter RecordingWriter::open(const std::string& path, const RecordingWr
         throw Error(fmt::format("block size {} records out of range (1..{})", opts.block_records,
                                 kMaxBlockBytes / sizeof(nvmetrace_rec)));
     }
-    if (opts.zstd_level < 0 || opts.zstd_level > ZSTD_maxCLevel()) {
-        throw Error(
-            fmt::format("zstd level {} out of range (0..{})", opts.zstd_level, ZSTD_maxCLevel()));
+    if (opts.zstd_level < ZSTD_minCLevel() || opts.zstd_level > ZSTD_maxCLevel()) {
+        throw Error(fmt::format("zstd level {} out of range ({}..{})", opts.zstd_level,
+                                ZSTD_minCLevel(), ZSTD_maxCLevel()));
     }
     int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0) {
@@ -326,7 +326,7 @@ RecordingWriter RecordingWriter::open(const std::string& path, const RecordingWr
 RecordingWriter::RecordingWriter(std::string path, int fd, const RecordingWriterOptions& opts)
     : path_(std::move(path)), fd_(fd), opts_(opts), last_flush_(std::chrono::steady_clock::now()) {
     buf_.reserve(opts_.block_records);
-    if (opts_.zstd_level > 0) {
+    if (opts_.zstd_level != 0) {
         cctx_ = ZSTD_createCCtx();
         if (!cctx_) {
             ::close(fd_);

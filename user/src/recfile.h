@@ -154,7 +154,8 @@ struct RecordingWriterOptions {
     // Records per RECORDS block: append() flushes when this many are buffered.
     // At most kMaxBlockBytes / sizeof(nvmetrace_rec).
     uint32_t block_records = 64 * 1024;
-    // zstd level 1..19; 0 stores blocks uncompressed.  A block that does not
+    // zstd level: 1..19, or negative for zstd's fast levels (less CPU, less
+    // shrinking); 0 stores blocks uncompressed.  A block that does not
     // shrink is stored uncompressed whatever the level.
     int zstd_level = 1;
     // If non-zero, append() and flush_if_due() also flush a non-empty buffer

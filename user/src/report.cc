@@ -80,7 +80,15 @@ std::string live_rows(const Interval& iv) {
     for (const auto& r : iv.rows) {
         std::string line = fmt::format("{:>7.1f}s  {:<22}{:>7}{:>9}{:>10.2f}{:>10.2f}", iv.end_s,
                                        r.label, r.n, compact_rate(r.rate), r.mean_us, r.p99_us);
+        // the seed's five columns; above the block layer (syscall, wake-up)
+        // follows them, labelled, only where it was recorded
+        constexpr auto kUser = static_cast<size_t>(StageColumn::host_user);
         for (size_t c = 0; c < kStageColumns; c++) {
+            if (c == kUser) {
+                if (r.share[c])
+                    line += fmt::format("  user {:.0f}%", *r.share[c] * 100);
+                continue;
+            }
             if (!r.share[c]) {
                 line += std::string(8, ' ');
                 continue;
@@ -290,7 +298,8 @@ nlohmann::json summary_json(const Summary& s, const AssemblyCounts& counts,
                      {"bios_unmatched", counts.bios_unmatched},
                      {"inserts_unmatched", counts.inserts_unmatched},
                      {"multipath_duplicates", counts.multipath_duplicates},
-                     {"repeated_records", counts.repeats}};
+                     {"repeated_records", counts.repeats},
+                     {"user_unmatched", counts.user_unmatched}};
     const JoinCounts& jc = opts.join;
     if (jc.active) {
         json hu = json::object(), tu = json::object();
@@ -315,8 +324,9 @@ nlohmann::json summary_json(const Summary& s, const AssemblyCounts& counts,
 nlohmann::json interval_json(const Interval& iv) {
     using nlohmann::json;
     json j = {{"start_s", iv.start_s}, {"end_s", iv.end_s}, {"groups", json::array()}};
-    static constexpr const char* kColumns[] = {"host_block", "host_driver", "network",
-                                               "target_driver", "storage"};
+    static constexpr const char* kColumns[] = {"host_block",    "host_driver", "network",
+                                               "target_driver", "storage",     "host_user"};
+    static_assert(std::size(kColumns) == kStageColumns);
     for (const auto& r : iv.rows) {
         json shares = json::object();
         for (size_t c = 0; c < kStageColumns; c++)

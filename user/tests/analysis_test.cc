@@ -107,6 +107,82 @@ TEST_F(AssemblerTest, OneHostCommand) {
     EXPECT_EQ(assembler.counts().records_host, 5u);
 }
 
+// libaio above the block layer: io_submit entry (carried by the file
+// submission), the file submission before the bio, then the aio completion
+// and the reap after block_rq_complete.
+std::vector<nvmetrace_rec> user_command(uint64_t t0, uint16_t tag, uint64_t lba, uint32_t pid) {
+    std::vector<nvmetrace_rec> v;
+    v.push_back(host(NVMETRACE_EV_FILE_SUBMIT, t0, 0, lba, false, kNvme0n1, 0, 4096,
+                     uint64_t{pid} | uint64_t{700} << 32));  // io_submit entered 700 ns before
+    for (const auto& r : host_command(t0 + 2000, tag, lba))
+        v.push_back(r);
+    v.push_back(
+        host(NVMETRACE_EV_AIO_COMPLETE, t0 + 56000, 0, lba, false, kNvme0n1, 0, 4096, 4096));
+    v.push_back(host(NVMETRACE_EV_AIO_REAP, t0 + 60000, 0, lba, false, kNvme0n1, 0, 0,
+                     uint64_t{pid} | uint64_t{1} << 32));
+    return v;
+}
+
+TEST_F(AssemblerTest, CommandAboveTheBlockLayer) {
+    feed(user_command(1'000'000, 7, 4242, 99));
+    ASSERT_EQ(out.size(), 1u);
+    const Command& c = out[0];
+    EXPECT_EQ(c.pid, 99u);
+    EXPECT_EQ(c.at(slot(NVMETRACE_EV_SYSCALL_SUBMIT)), 999'300u);
+    EXPECT_EQ(c.at(slot(NVMETRACE_EV_FILE_SUBMIT)), 1'000'000u);
+    EXPECT_EQ(c.at(slot(NVMETRACE_EV_AIO_COMPLETE)), 1'056'000u);
+    EXPECT_EQ(c.at(slot(NVMETRACE_EV_AIO_REAP)), 1'060'000u);
+    EXPECT_EQ(missing_boundaries(c, kComponents), 0u);
+    // end to end is the span user space sees: io_submit entry to the reap
+    Layout l = layout_for(View::host_only, c.present, kComponents);
+    EXPECT_EQ(l.first_slot, slot(NVMETRACE_EV_SYSCALL_SUBMIT));
+    EXPECT_EQ(l.last_slot, slot(NVMETRACE_EV_AIO_REAP));
+    EXPECT_EQ(l.segments.front().name, "syscall: io_submit entry to the file");
+    EXPECT_EQ(l.segments.back().name, "wake-up and reap (io_getevents)");
+    EXPECT_EQ(l.stages.front().name, "syscall and file submission (before the block layer)");
+    EXPECT_EQ(l.stages.back().name, "completion to user space (wake-up, reap)");
+    EXPECT_EQ(assembler.in_flight(), 0u);
+    EXPECT_EQ(assembler.counts().user_unmatched, 0u);
+}
+
+TEST_F(AssemblerTest, ReapsAttachByTheirCommandNotByOrder) {
+    // two commands complete; the second one's event is reaped first
+    auto a = user_command(1'000'000, 1, 100, 5);
+    auto b = user_command(1'000'100, 2, 200, 5);
+    std::vector<nvmetrace_rec> all;
+    for (size_t i = 0; i + 1 < a.size(); i++) {
+        all.push_back(a[i]);
+        all.push_back(b[i]);
+    }
+    all.push_back(b.back());
+    a.back().ts = b.back().ts + 5000;
+    all.push_back(a.back());
+    feed(all);
+    ASSERT_EQ(out.size(), 2u);
+    EXPECT_EQ(out[0].lba, 200u);
+    EXPECT_EQ(out[1].lba, 100u);
+    EXPECT_EQ(out[1].at(slot(NVMETRACE_EV_AIO_REAP)), b.back().ts + 5000);
+}
+
+TEST_F(AssemblerTest, WithoutUserEventsTheCommandEndsAtTheBlockLayer) {
+    // no file submission: handed on at block_rq_complete; without a reap
+    // (records lost): handed on at the end of the recording
+    feed(host_command(1'000'000, 7, 4242));
+    ASSERT_EQ(out.size(), 1u);
+    auto u = user_command(2'000'000, 8, 777, 1);
+    u.pop_back();
+    feed(u);
+    EXPECT_EQ(out.size(), 1u);
+    EXPECT_EQ(assembler.in_flight(), 1u);
+    assembler.finish();
+    ASSERT_EQ(out.size(), 2u);
+    EXPECT_TRUE(out[1].has(slot(NVMETRACE_EV_AIO_COMPLETE)));
+    EXPECT_FALSE(out[1].has(slot(NVMETRACE_EV_AIO_REAP)));
+    Layout l = layout_for(View::host_only, out[1].present, kComponents);
+    EXPECT_EQ(l.last_slot, slot(NVMETRACE_EV_AIO_COMPLETE));
+    EXPECT_EQ(out[1].at(l.first_slot), 2'000'000u - 700u);
+}
+
 TEST_F(AssemblerTest, InterleavedCommandsAndTagReuse) {
     // A (tag 1, lba 100) and B (tag 2, lba 200) in flight together; then C
     // reuses tag 1 with another LBA while B is still running.

@@ -345,7 +345,7 @@ TEST(RecFile, RoundTrip) {
 
 TEST(RecFile, IncompressibleAndUncompressedBlocksAreStoredRaw) {
     TempDir tmp;
-    for (int level : {0, 3}) {
+    for (int level : {0, 3, -5}) {
         std::string path = tmp.path(fmt::format("raw{}.ntr", level));
         std::vector<nvmetrace_rec> recs(5000);
         std::mt19937_64 rng(level);
@@ -369,6 +369,35 @@ TEST(RecFile, IncompressibleAndUncompressedBlocksAreStoredRaw) {
         EXPECT_EQ(res.end, RecordingEnd::clean);
         EXPECT_TRUE(same_records(res.records, recs));
     }
+}
+
+// zstd's fast (negative) levels, which record uses at 1 of 1, still shrink
+// ordinary records and read back the same.
+TEST(RecFile, FastZstdLevelShrinksAndReadsBack) {
+    TempDir tmp;
+    std::string path = tmp.path("fast.ntr");
+    std::vector<nvmetrace_rec> recs(5000);
+    for (size_t i = 0; i < recs.size(); i++) {
+        recs[i].ts = 1'000'000 + i * 700;
+        recs[i].lba = (i * 2654435761u) % 65536;
+        recs[i].event = static_cast<uint16_t>(1 + i % 6);
+        recs[i].len = 4096;
+        recs[i].seq = static_cast<uint32_t>(i);
+    }
+    RecordingWriterOptions opts;
+    opts.zstd_level = -5;
+    opts.block_records = 1000;
+    RecordingWriter w = RecordingWriter::open(path, opts);
+    w.write_meta(test_meta());
+    w.append(recs);
+    w.close();
+    size_t zstd_blocks = 0;
+    for (const BlockInfo& b : walk_blocks(slurp(path)))
+        zstd_blocks += b.flags & 1;
+    EXPECT_GE(zstd_blocks, 5u);
+    ReadResult res = read_recording(path);
+    EXPECT_EQ(res.end, RecordingEnd::clean);
+    EXPECT_TRUE(same_records(res.records, recs));
 }
 
 TEST(RecFile, EmptyRecordingClosedCleanly) {

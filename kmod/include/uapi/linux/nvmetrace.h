@@ -92,6 +92,21 @@ enum nvmetrace_event {
 	NVMETRACE_EV_NVME_COMPLETE	= 5,	/* nvme_complete_rq */
 	NVMETRACE_EV_RQ_COMPLETE	= 6,	/* block_rq_complete */
 
+	/*
+	 * Host, above the block layer: the span user space sees (libaio on a
+	 * block device opened with O_DIRECT).  They carry the command's dev
+	 * (the whole disk) and starting LBA like block_bio_queue, and are
+	 * sampled by the same predicate.
+	 */
+	/* io_submit() entry: never a record of its own; FILE_SUBMIT's aux says when */
+	NVMETRACE_EV_SYSCALL_SUBMIT	= 16,
+	/* blkdev_read_iter/blkdev_write_iter (O_DIRECT); aux: see NVMETRACE_UAUX_* */
+	NVMETRACE_EV_FILE_SUBMIT	= 17,
+	/* aio_complete_rw: the event is posted to the aio context; aux: result */
+	NVMETRACE_EV_AIO_COMPLETE	= 19,
+	/* io_getevents() returned this command's event; aux: see NVMETRACE_UAUX_* */
+	NVMETRACE_EV_AIO_REAP		= 20,
+
 	/* target: nvmet core and its block backend */
 	NVMETRACE_EV_NVMET_INIT		= 32,	/* nvmet_req_init */
 	NVMETRACE_EV_NVMET_EXEC		= 33,	/* nvmet_bdev_execute_rw */
@@ -125,6 +140,15 @@ enum nvmetrace_event {
 #define NVMETRACE_C2H_F_DATA_SUCCESS	0x08u
 
 #define NVMETRACE_NO_LBA		(~(__u64)0)
+
+/*
+ * aux of NVMETRACE_EV_FILE_SUBMIT and _AIO_REAP: the thread id (kernel pid)
+ * in the low 32 bits; above them FILE_SUBMIT holds the nanoseconds since the
+ * io_submit() entry (0: not known, e.g. the task migrated; saturated at
+ * 2^32 - 1), AIO_REAP the number of events that io_getevents() returned.
+ */
+#define NVMETRACE_UAUX_PID(aux)		((__u32)(aux))
+#define NVMETRACE_UAUX_HI(aux)		((__u32)((aux) >> 32))
 
 /*
  * The premapped-buffer test pool: mmap() of /dev/nvmetrace at this offset maps
