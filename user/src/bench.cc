@@ -198,7 +198,7 @@ std::string csv_row(const CellRow& row, const Device& dev, const RunSpec& spec) 
     return s + "\n";
 }
 
-json run_meta(const BenchOptions& opts, const Device& dev, const PoolInfo& pool) {
+json run_meta(const BenchOptions& opts, const Device& dev, const PoolParams& pool) {
     json m;
     m["format"] = "nvmetrace-bench-meta";
     m["format_version"] = 1;
@@ -510,7 +510,7 @@ std::string meta_path(const std::string& csv) {
 int run_bench(const BenchOptions& opts) {
     using namespace bench;
     const Device dev = inspect_device(opts.device);
-    const PoolInfo pool = read_pool_info();
+    const PoolParams pool = read_pool_params();
 
     RunSpec spec;
     spec.pattern = parse_pattern(opts.pattern);

@@ -82,7 +82,7 @@ std::string csv_row(const CellRow& row, const Device& dev, const RunSpec& spec);
 std::string csv_quote(const std::string& s);
 
 // The .meta sidecar of a run.
-nlohmann::json run_meta(const BenchOptions& opts, const Device& dev, const PoolInfo& pool);
+nlohmann::json run_meta(const BenchOptions& opts, const Device& dev, const PoolParams& pool);
 
 }  // namespace bench
 }  // namespace nvmetrace

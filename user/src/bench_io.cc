@@ -266,8 +266,8 @@ Device inspect_device(const std::string& path, const std::string& sysfs_root) {
     return d;
 }
 
-PoolInfo read_pool_info(const std::string& sysfs_root) {
-    PoolInfo p;
+PoolParams read_pool_params(const std::string& sysfs_root) {
+    PoolParams p;
     const fs::path mod = fs::path(sysfs_root) / "module/nvmetrace";
     p.module_loaded = fs::exists(mod);
     const fs::path params = mod / "parameters";
@@ -342,7 +342,7 @@ Buffers Buffers::make(BufKind kind, uint64_t slot_bytes, uint32_t nslots,
 
     // The module's pool: pool_nr buffers of pool_buf_kb, contiguous at
     // NVMETRACE_POOL_MMAP_OFFSET; slots are cut from each buffer.
-    const PoolInfo pool = read_pool_info();
+    const PoolParams pool = read_pool_params();
     if (!pool.module_loaded)
         throw Error("--buf pool: the nvmetrace module is not loaded (modprobe nvmetrace)");
     if (!pool.has_params)

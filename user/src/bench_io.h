@@ -65,14 +65,15 @@ struct Device {
 // an NVMe generic char device, not readable.
 Device inspect_device(const std::string& path, const std::string& sysfs_root = "/sys");
 
-// The nvmetrace module's buffer pool, from its module parameters.
-struct PoolInfo {
+// The nvmetrace module's buffer pool geometry, from its module parameters
+// (genl's PoolInfo has the module's own account of it).
+struct PoolParams {
     bool module_loaded = false;
     bool has_params = false;  // the module has pool_buf_kb / pool_nr
     uint64_t buf_kb = 0;
     uint64_t nr = 0;
 };
-PoolInfo read_pool_info(const std::string& sysfs_root = "/sys");
+PoolParams read_pool_params(const std::string& sysfs_root = "/sys");
 
 // Memory for every I/O slot of every thread, cut into regions that can be
 // registered with io_uring (one per slot for malloc/hugepage, one per pool

@@ -164,7 +164,7 @@ TEST(BenchDevice, ClearErrors) {
 
 TEST(BenchPool, AbsentModuleIsAnError) {
     // A sysfs root without the module: no silent malloc.
-    const PoolInfo p = read_pool_info("/nonexistent-sysfs");
+    const PoolParams p = read_pool_params("/nonexistent-sysfs");
     EXPECT_FALSE(p.module_loaded);
     EXPECT_FALSE(p.has_params);
     if (access("/sys/module/nvmetrace", F_OK) != 0) {
