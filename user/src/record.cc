@@ -20,6 +20,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <optional>
 
 #include <fmt/core.h>
@@ -122,6 +123,21 @@ LayoutNotes fill_layouts(uint32_t role, StartArgs& start) {
             start.tcp_layout = l->offsets;
         else
             notes.tcp_error = btf.error();
+        BtfLayout rdma = BtfLayout::load("nvme_rdma");
+        auto r = rdma.ok() ? rdma.nvme_rdma() : std::nullopt;
+        if (r)
+            start.rdma_layout = r->offsets;
+        else
+            notes.rdma_error = rdma.error();
+    }
+    // nvmet-rdma's hooks read nvmet's fields as well: only with nvmet's layout.
+    if ((role & NVMETRACE_ROLE_TARGET) && !start.layout.empty()) {
+        BtfLayout btf = BtfLayout::load("nvmet_rdma");
+        auto l = btf.ok() ? btf.nvmet_rdma() : std::nullopt;
+        if (l)
+            start.rdmat_layout = l->offsets;
+        else
+            notes.rdmat_error = btf.error();
     }
     return notes;
 }
@@ -186,6 +202,16 @@ int run_record(const RecordOptions& opts) {
     }
     if (!layouts.tcp_error.empty())
         fmt::print(stderr, "nvmetrace: nvme-tcp transport hooks off: {}\n", layouts.tcp_error);
+    // nvme-rdma's and nvmet-rdma's: said when RDMA is asked for or loaded.
+    auto rdma_wanted = [&](const char* module) {
+        return opts.transport == "rdma" ||
+               (opts.transport.empty() &&
+                std::filesystem::exists(fmt::format("/sys/module/{}", module)));
+    };
+    if (!layouts.rdma_error.empty() && rdma_wanted("nvme_rdma"))
+        fmt::print(stderr, "nvmetrace: nvme-rdma transport hooks off: {}\n", layouts.rdma_error);
+    if (!layouts.rdmat_error.empty() && rdma_wanted("nvmet_rdma"))
+        fmt::print(stderr, "nvmetrace: nvmet-rdma transport hooks off: {}\n", layouts.rdmat_error);
 
     RingReader rings = RingReader::open(opts.device_node, status.rings);
     // Whatever an earlier recording left in the rings is not ours.
