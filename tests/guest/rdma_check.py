@@ -8,6 +8,11 @@ rdma_check.py REPORT.json COMMANDS.jsonl FTRACE.txt
    negative, no merged component, and the components add up to the end to end.
 2. Every recorded command has every RDMA event its op and size call for, in path order
    (so every component of every command is >= 0; they tile its end to end by construction).
+   A kprobe that fires while another kprobe's handler runs on the same CPU is skipped by
+   the kprobe core (counted in its nmissed): nvme_rdma_recv_done and nvme_rdma_complete_rq
+   run in softirq, which can interrupt the nvme_rdma_post_send handler.  Such a command
+   lacks both; it must stay rare (< 5 %), and its group (the coarser path, nothing
+   invented) is checked like the others, except for the components it cannot have.
 3. For a sample of commands, nvmetrace's RDMA events and the kernel's own ftrace events
    (nvme_setup_cmd, nvmet_req_init, nvmet_req_complete, nvme_complete_rq) for the same
    (qid, cid) fall in path order.  Host and target run in one guest on one clock
@@ -46,11 +51,13 @@ COMMON = ["host block layer, submission", "host driver, submission",
           "host driver, to the NIC (nvme-rdma)", "network: wire and NICs (computed)",
           "  command posted to send done (RDMA)", "network: target receive path",
           "target driver, submission", "storage: target block layer and drive",
-          "target driver, completion", "target driver, response posted (nvmet-rdma)",
+          "target driver, completion", "target driver, response (nvmet-rdma)",
           "  response posted to send done (RDMA)", "network: host receive path",
           "host driver, completion", "host block layer, completion", "end to end"]
-READ_DATA = ["network: RDMA READ of the data (target)", "  data transfer (RDMA, at the target)"]
+READ_DATA = ["network: RDMA READ of data (target)", "  data transfer (RDMA, at the target)"]
 seen = set()
+MISSED = ["network: host receive path", "host driver, completion"]
+n_host = sum(g["n"] for g in rep["groups"])
 for g in rep["groups"]:
     if g["view"] != "joined":
         fail("group %s is %s, not joined" % (g["label"], g["view"]))
@@ -62,6 +69,10 @@ for g in rep["groups"]:
     if big_write:
         i = want.index("target driver, submission")
         want[i:i] = READ_DATA
+    if names == [w for w in want if w not in MISSED] and g["n"] <= 0.05 * n_host:
+        print("note %d commands of %s lack nvme_rdma_recv_done (kprobe missed)"
+              % (g["n"], g["label"]))
+        want = names
     if names != want:
         fail("group %s: components\n  %s\nexpected\n  %s" % (g["label"], names, want))
     for c in g["components"]:
@@ -76,7 +87,8 @@ for g in rep["groups"]:
     if abs(total - e2e) > 0.002 * len(top) + 1e-6 * e2e:
         fail("group %s: components add up to %.3f us, end to end %.3f us"
              % (g["label"], total, e2e))
-    seen.add((g["op"], g["size"]))
+    if all(m in names for m in MISSED):
+        seen.add((g["op"], g["size"]))
 for need in (("read", 4096), ("write", 65536), ("write", 4096)):
     if need not in seen:
         fail("no joined group for %s %d: %s" % (need[0], need[1], sorted(seen)))
@@ -105,10 +117,18 @@ def in_order(c, path):
             fail("%s command lba %d: %s after %s: %s" % (c["side"], c["lba"], a, b, ev))
 
 
+missed = 0
 for c in host:
+    if "nvme_rdma_recv_done" not in c["events"] and "nvme_rdma_complete_rq" not in c["events"]:
+        missed += 1  # see the note at the top
+        in_order(c, [e for e in HOST_PATH if e not in ("nvme_rdma_recv_done",
+                                                       "nvme_rdma_complete_rq")])
+        continue
     in_order(c, HOST_PATH)
     # the capsule's send completes after it was posted and before the request completes
     in_order(c, ["nvme_rdma_post_send", "nvme_rdma_send_done", "nvme_rdma_complete_rq"])
+if missed > 0.05 * len(host):
+    fail("%d of %d host commands without nvme_rdma_recv_done" % (missed, len(host)))
 for c in target:
     read_data = c["op"] == "write" and c.get("bytes", 0) >= 65536
     path = ["nvmet_rdma_recv_done", "nvmet_req_init"]
@@ -138,7 +158,9 @@ if n == 0:
     fail("ftrace recorded nothing")
 for v in ft.values():
     v.sort()
-TOL_NS = 5_000_000
+# the two probes of one tracepoint (ftrace's, nvmetrace's) can be ms apart under TCG on a
+# loaded machine (45-ftrace-order); a (qid, cid, lba) does not recur within this
+TOL_NS = 50_000_000
 
 
 def ftrace_event(name, c, ours):
@@ -170,6 +192,8 @@ for h in sample:
         fail("host command qid %d cid %d lba %d: no target command" % (h["qid"], h["cid"], h["lba"]))
     t = min(cands, key=lambda t: abs(t["events"]["nvmet_req_init"] - h["events"]["nvme_setup_cmd"]))
     he, te = h["events"], t["events"]
+    if "nvme_rdma_recv_done" not in he:
+        continue  # kprobe missed (see the top)
     # (name, earliest, latest): nvmetrace's exact; ftrace's anywhere in its microsecond
     seq = []
 
@@ -196,7 +220,8 @@ for h in sample:
             fail("qid %d cid %d lba %d: %s at %d is after %s at %d"
                  % (h["qid"], h["cid"], h["lba"], a, lo_a, b, hi_b))
     checked += 1
-print("ok   %d host, %d target commands, all joined, every RDMA component present and >= 0; "
-      "%d commands in the order of ftrace's %d events" % (len(host), len(target), checked, n))
+print("ok   %d host, %d target commands, all joined, every RDMA component present and >= 0 "
+      "(%d without the response's kprobes); %d commands in the order of ftrace's %d events"
+      % (len(host), len(target), missed, checked, n))
 for g in rep["groups"]:
     print("     %-28s n %5d  e2e %8.1f us" % (g["label"], g["n"], g["latency_us"]["mean"]))

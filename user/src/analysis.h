@@ -366,8 +366,8 @@ inline constexpr ComponentDef kComponents[] = {
     // write's data pulled from the host with RDMA READ
     {"network: target receive path", NVMETRACE_EV_RDMAT_RECV, NVMETRACE_EV_NVMET_INIT, "network",
      kTarget | kJoined, 0},
-    {"network: RDMA READ of the data (target)", NVMETRACE_EV_NVMET_INIT,
-     NVMETRACE_EV_RDMAT_READ_DONE, "network", kTarget | kJoined, 0},
+    {"network: RDMA READ of data (target)", NVMETRACE_EV_NVMET_INIT, NVMETRACE_EV_RDMAT_READ_DONE,
+     "network", kTarget | kJoined, 0},
     {"data transfer (RDMA, at the target)", NVMETRACE_EV_RDMAT_RECV, NVMETRACE_EV_RDMAT_READ_DONE,
      "network", kTarget | kJoined, 1},
     {"target driver, submission", NVMETRACE_EV_RDMAT_READ_DONE, NVMETRACE_EV_NVMET_EXEC,
@@ -381,13 +381,13 @@ inline constexpr ComponentDef kComponents[] = {
     // nvmet-rdma: the response (a read's RDMA WRITE and the SEND) posted,
     // and its send completion (after the host has the response: on the
     // joined path a detail)
-    {"target driver, response posted (nvmet-rdma)", NVMETRACE_EV_NVMET_COMPLETE,
+    {"target driver, response (nvmet-rdma)", NVMETRACE_EV_NVMET_COMPLETE,
      NVMETRACE_EV_RDMAT_RSP_POST, "target driver", kTarget | kJoined, 0},
     {"response posted to send done (RDMA)", NVMETRACE_EV_RDMAT_RSP_POST,
      NVMETRACE_EV_RDMAT_SEND_DONE, "network", kJoined, 1},
     {"target driver, response to send done", NVMETRACE_EV_NVMET_COMPLETE,
      NVMETRACE_EV_RDMAT_SEND_DONE, "target driver", kTarget, 0},
-    {"network: response posted to send done (RDMA)", NVMETRACE_EV_RDMAT_RSP_POST,
+    {"network: response send done (RDMA)", NVMETRACE_EV_RDMAT_RSP_POST,
      NVMETRACE_EV_RDMAT_SEND_DONE, "network", kTarget, 0},
     {"network (seam)", NVMETRACE_EV_RDMAT_RSP_POST, NVMETRACE_EV_RDMA_RECV_DONE, "network", kJoined,
      0, true},

@@ -32,24 +32,11 @@ const char* state_word(uint32_t state) {
     }
 }
 
-// The transport a hook belongs to, by its function's prefix: "tcp", "rdma",
-// or "" for the generic hooks (block layer, nvme core, nvmet core).
+// The transport a hook belongs to: "tcp", "rdma", or "" for the generic hooks
+// (block layer, nvme core, nvmet core).
 std::string_view transport_of(std::string_view hook) {
-    for (std::string_view p : {"nvme_tcp_", "nvmet_tcp_"})
-        if (hook.starts_with(p))
-            return "tcp";
-    for (std::string_view p : {"nvme_rdma_", "nvmet_rdma_"})
-        if (hook.starts_with(p))
-            return "rdma";
-    return "";
-}
-
-// The module whose BTF a transport hook's layout comes from.
-std::string_view layout_module(std::string_view hook) {
-    for (std::string_view m : {"nvme_tcp", "nvmet_tcp", "nvme_rdma", "nvmet_rdma"})
-        if (hook.starts_with(m) && hook.size() > m.size() && hook[m.size()] == '_')
-            return m;
-    return "";
+    const std::string_view m = transport_module(hook);
+    return m.empty() ? m : m.substr(m.find('_') + 1);
 }
 
 }  // namespace
@@ -127,7 +114,7 @@ int run_probe(const ProbeOptions& opts) {
             uint32_t state = h.state;
             if (h.state == NVMETRACE_HOOK_FAILED && h.error == -ENODATA) {
                 // a transport hook whose private layout was not found
-                const std::string_view lmod = layout_module(h.name);
+                const std::string_view lmod = transport_module(h.name);
                 const std::string& why = lmod == "nvme_tcp"     ? layouts.tcp_error
                                          : lmod == "nvme_rdma"  ? layouts.rdma_error
                                          : lmod == "nvmet_rdma" ? layouts.rdmat_error

@@ -80,8 +80,14 @@ std::string sampling_words(uint32_t n) {
 // Hooks asked for that do not run (their function is absent or inlined in
 // this kernel, their module is not loaded, their layout is unknown): their
 // components are merged with their neighbours', never made up.
-void report_hooks(GenlClient& genl) {
+void report_hooks(GenlClient& genl, const std::string& transport) {
     for (const auto& h : genl.get_hooks()) {
+        const std::string_view mod = transport_module(h.name);
+        // another transport's hooks, its module not loaded: nothing to say
+        if (!mod.empty() && h.state == NVMETRACE_HOOK_FAILED && h.error == -ENODATA &&
+            !std::filesystem::exists(fmt::format("/sys/module/{}", mod)) &&
+            (transport.empty() || !mod.ends_with(transport)))
+            continue;
         const char* why = nullptr;
         switch (h.state) {
             case NVMETRACE_HOOK_WAITING:
@@ -102,6 +108,13 @@ void report_hooks(GenlClient& genl) {
 }
 
 }  // namespace
+
+std::string_view transport_module(std::string_view hook) {
+    for (std::string_view m : {"nvme_tcp", "nvmet_tcp", "nvme_rdma", "nvmet_rdma"})
+        if (hook.starts_with(m) && hook.size() > m.size() && hook[m.size()] == '_')
+            return m;
+    return "";
+}
 
 LayoutNotes fill_layouts(uint32_t role, StartArgs& start) {
     LayoutNotes notes;
@@ -259,7 +272,7 @@ int run_record(const RecordOptions& opts) {
 
     install_signals();
     genl.start(start);
-    report_hooks(genl);
+    report_hooks(genl, opts.transport);
     const uint64_t t0 = monotonic_ns();
     fmt::print("nvmetrace: profiling as {}, sampling {}, saving records; Ctrl-C to stop\n",
                meta.role, sampling_words(opts.sample));

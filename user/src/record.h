@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace nvmetrace {
@@ -38,6 +39,9 @@ struct LayoutNotes {
 };
 // Private struct offsets from the running kernel's BTF into start.
 LayoutNotes fill_layouts(uint32_t role, StartArgs& start);
+// The transport module a hook is in, by its function's name ("nvme_rdma"
+// for nvme_rdma_recv_done), or "" for the block, nvme-core and nvmet hooks.
+std::string_view transport_module(std::string_view hook);
 
 struct ReportCommandOptions {
     std::vector<std::string> files;

@@ -195,13 +195,13 @@ TEST_F(RdmaTest, TargetWriteWithRdmaRead) {
     EXPECT_EQ(out[0].side, Side::target);
     EXPECT_EQ(rows(out[0]), (std::vector<Row>{
                                 {"network: target receive path", 500},
-                                {"network: RDMA READ of the data (target)", 5500},
+                                {"network: RDMA READ of data (target)", 5500},
                                 {"  data transfer (RDMA, at the target)", 6000},
                                 {"target driver, submission", 500},
                                 {"storage: target block layer and drive", 14'000},
                                 {"target driver, completion", 500},
-                                {"target driver, response posted (nvmet-rdma)", 300},
-                                {"network: response posted to send done (RDMA)", 8700},
+                                {"target driver, response (nvmet-rdma)", 300},
+                                {"network: response send done (RDMA)", 8700},
                             }));
 }
 
@@ -213,7 +213,7 @@ TEST_F(RdmaTest, TargetReadEndsAtTheSendCompletion) {
     EXPECT_TRUE(out.empty());
     feed({recs.back()});
     ASSERT_EQ(out.size(), 1u);
-    EXPECT_EQ(rows(out[0]).back(), (Row{"network: response posted to send done (RDMA)", 8800}));
+    EXPECT_EQ(rows(out[0]).back(), (Row{"network: response send done (RDMA)", 8800}));
 }
 
 // Without the send completion (its record lost, or the hook off), a command
@@ -227,7 +227,7 @@ TEST_F(RdmaTest, TargetWithoutSendCompletionIsStillReported) {
     feed(target_records(100'000, 0x2005, 600, false, kTargetRead));  // same cid, new command
     ASSERT_EQ(out.size(), 2u);
     EXPECT_EQ(out[0].lba, 500u);
-    EXPECT_EQ(rows(out[0]).back(), (Row{"target driver, response posted (nvmet-rdma)", 200}));
+    EXPECT_EQ(rows(out[0]).back(), (Row{"target driver, response (nvmet-rdma)", 200}));
     auto b = target_records(200'000, 0x2006, 700, false, kTargetRead);
     b.pop_back();
     feed(b);
@@ -264,12 +264,12 @@ TEST(RdmaJoin, WriteComponentsSumToTheHostsEndToEnd) {
                            {"network: wire and NICs (computed)", 15'700},
                            {"  command posted to send done (RDMA)", 37'400},
                            {"network: target receive path", 500},
-                           {"network: RDMA READ of the data (target)", 5500},
+                           {"network: RDMA READ of data (target)", 5500},
                            {"  data transfer (RDMA, at the target)", 6000},
                            {"target driver, submission", 500},
                            {"storage: target block layer and drive", 14'000},
                            {"target driver, completion", 500},
-                           {"target driver, response posted (nvmet-rdma)", 300},
+                           {"target driver, response (nvmet-rdma)", 300},
                            {"  response posted to send done (RDMA)", 8700},
                            {"network: host receive path", 1000},
                            {"host driver, completion", 1000},
@@ -313,7 +313,7 @@ TEST(RdmaJoin, ReportTableForReads) {
                        {"target driver, submission", 1.0},
                        {"storage: target block layer and drive", 14.0},
                        {"target driver, completion", 0.5},
-                       {"target driver, response posted (nvmet-rdma)", 0.2},
+                       {"target driver, response (nvmet-rdma)", 0.2},
                        {"  response posted to send done (RDMA)", 8.8},
                        {"network: host receive path", 1.0},
                        {"host driver, completion", 1.0},
