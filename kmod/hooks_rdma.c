@@ -44,7 +44,10 @@ static __always_inline u16 rdma_queue_qid(const void *queue, const void **ctrl)
 	return ((const char *)queue - queues) / RDMA_OFF(QUEUE_SIZE);
 }
 
-/* The request whose command queue entry (nvme_rdma_request.sqe) qe is. */
+/*
+ * The request whose command queue entry (nvme_rdma_request.sqe) qe is.
+ * tcp_rq_event() records a request only while it is in flight.
+ */
 static __always_inline struct request *rdma_sqe_rq(const void *qe)
 {
 	return blk_mq_rq_from_pdu((void *)((const char *)qe - RDMA_OFF(REQ_SQE)));
@@ -59,9 +62,10 @@ static int kp_rdma_post_send(struct kprobe *kp, struct pt_regs *regs)
 {
 	const void *queue = (const void *)regs_get_kernel_argument(regs, 0);
 	const void *qe = (const void *)regs_get_kernel_argument(regs, 1);
-	const void *ctrl;
+	const void *ctrl = FIELD_AT(const void *, queue, RDMA_OFF(QUEUE_CTRL));
 
-	if (!rdma_queue_qid(queue, &ctrl))
+	/* the admin queue is ctrl->queues[0] */
+	if (!ctrl || queue == FIELD_AT(const void *, ctrl, RDMA_OFF(CTRL_QUEUES)))
 		return 0;
 	tcp_rq_event(NVMETRACE_EV_RDMA_POST_SEND, rdma_sqe_rq(qe), 0);
 	return 0;
