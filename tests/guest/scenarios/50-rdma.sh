@@ -7,6 +7,8 @@
 # events on; tests/guest/rdma_check.py then checks the join, every RDMA component (present,
 # non-negative, summing to end to end) and, for a sample of commands, that nvmetrace's
 # events fall in the order of the kernel's own events for the same (qid, cid).
+# A kprobe that fires inside another one's handler is skipped by the kprobe core: up to 5 %
+# of the commands may lack an RDMA event (see rdma_check.py).
 # lane-timeout: 420
 . "$NVMETRACE_SRC/tests/guest/lib.sh"
 need_ko
