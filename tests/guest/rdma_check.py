@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Checks of an nvme-rdma + nvmet-rdma recording (tests/guest/scenarios/50-rdma.sh).
 
-rdma_check.py REPORT.json COMMANDS.jsonl FTRACE.txt
+rdma_check.py REPORT.json COMMANDS.jsonl FTRACE.txt FIO.json...
+
+0. Each fio run completed I/O without errors (one process for all, instead of fio_check's jq).
 
 1. The report joins every host command with its target command, and each joined group
    has every RDMA component (the data transfer by RDMA READ for writes of 64 KiB), none
@@ -33,6 +35,17 @@ report_path, commands_path, ftrace_path = sys.argv[1:4]
 def fail(msg):
     print("FAIL: " + msg, file=sys.stderr)
     sys.exit(1)
+
+
+# ---------------------------------------------------------------- 0. fio
+for path in sys.argv[4:]:
+    text = open(path).read()
+    doc = json.loads(text[text.index("{"):])  # fio may print lines before its JSON
+    ios = sum(j[d]["total_ios"] for j in doc["jobs"] for d in ("read", "write", "trim"))
+    errs = sum(j["error"] + j.get("total_err", 0) for j in doc["jobs"])
+    if ios == 0 or errs:
+        fail("fio %s: %d I/Os, %d errors" % (path, ios, errs))
+    print("fio  %s: %d I/Os, 0 errors" % (path.rsplit("/", 1)[-1], ios))
 
 
 # ---------------------------------------------------------------- 1. the report

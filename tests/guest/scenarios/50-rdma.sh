@@ -69,7 +69,6 @@ echo 0 >"$T/tracing_on"
 kill -INT $rec
 wait $rec || { cat "$RESULTS/record.out"; fail "record failed"; }
 cat "$RESULTS/record.out"
-for name in read4k write64k write4k; do fio_check $name; done
 for e in $EVENTS; do echo 0 >"$T/events/$e/enable"; done
 cat "$T/trace" >"$RESULTS/ftrace.txt"
 echo >"$T/trace"
@@ -80,7 +79,8 @@ echo local >"$T/trace_clock"
 "$NT" report --commands "$RESULTS/rec.ntr" >"$RESULTS/commands.jsonl" ||
 	fail "report --commands failed"
 python3 "$NVMETRACE_SRC/tests/guest/rdma_check.py" "$RESULTS/report.json" \
-	"$RESULTS/commands.jsonl" "$RESULTS/ftrace.txt" || fail "RDMA checks failed"
+	"$RESULTS/commands.jsonl" "$RESULTS/ftrace.txt" "$RESULTS"/{read4k,write64k,write4k}.json ||
+	fail "RDMA checks failed"
 
 rmmod nvmetrace || fail "rmmod failed"
 nvme_disconnect_all
