@@ -56,7 +56,9 @@ for e in $EVENTS; do echo 1 >"$T/events/$e/enable"; done
 
 "$NT" record -r host -r target -t rdma -s 1 -o "$RESULTS/rec.ntr" >"$RESULTS/record.out" 2>&1 &
 rec=$!
-sleep 0.5
+# fio starts once the hooks are attached (a loaded machine can take seconds to get there)
+wait_for 60 bash -c "\"$NT\" status | grep -qw recording" ||
+	{ cat "$RESULTS/record.out"; fail "record did not start"; }
 echo 1 >"$T/tracing_on"
 fio_args=(--filename="/dev/$dev" --ioengine=libaio --direct=1 --size=64m --time_based)
 run_fio read4k "${fio_args[@]}" --rw=randread --bs=4k --iodepth=4 --runtime=2 ||
