@@ -1,6 +1,7 @@
 #include "btf_layout.h"
 
 #include <linux/nvmetrace.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
@@ -80,6 +81,15 @@ BtfLayout BtfLayout::load(const std::string& module, const std::string& btf_dir)
 
 BtfLayout BtfLayout::load_files(const std::string& vmlinux, const std::string& module_file) {
     BtfLayout l;
+    // A module that is not loaded has no BTF file: say so without parsing
+    // the kernel's BTF (megabytes; record reads several modules' layouts).
+    if (::access(vmlinux.c_str(), R_OK) == 0 && ::access(module_file.c_str(), R_OK) != 0) {
+        l.error_ = fmt::format(
+            "cannot read module BTF {}: {} (module not loaded, or kernel without "
+            "CONFIG_DEBUG_INFO_BTF_MODULES)",
+            module_file, errtext(errno));
+        return l;
+    }
     l.base_ = btf__parse(vmlinux.c_str(), nullptr);
     if (!l.base_) {
         l.error_ = fmt::format(

@@ -84,7 +84,9 @@ void report_hooks(GenlClient& genl, const std::string& transport) {
     for (const auto& h : genl.get_hooks()) {
         const std::string_view mod = transport_module(h.name);
         // another transport's hooks, its module not loaded: nothing to say
-        if (!mod.empty() && h.state == NVMETRACE_HOOK_FAILED && h.error == -ENODATA &&
+        if (!mod.empty() &&
+            (h.state == NVMETRACE_HOOK_WAITING ||
+             (h.state == NVMETRACE_HOOK_FAILED && h.error == -ENODATA)) &&
             !std::filesystem::exists(fmt::format("/sys/module/{}", mod)) &&
             (transport.empty() || !mod.ends_with(transport)))
             continue;
