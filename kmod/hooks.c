@@ -766,10 +766,15 @@ static int kp_nvmet_bio_done(struct kprobe *kp, struct pt_regs *regs)
 	return 0;
 }
 
+/* nvme-rdma host and nvmet-rdma target hooks */
+#include "hooks_rdma.c"
+
 /* ------------------------------------------------------------ the table */
 
 /* struct nvmetrace_hook.needs */
 #define NEEDS_TCP_HOST		(1u << 0)	/* cfg.layout.tcp */
+#define NEEDS_RDMA_HOST		(1u << 2)	/* cfg.layout.rdma */
+#define NEEDS_RDMA_TARGET	(1u << 3)	/* cfg.layout.rdmat */
 
 struct nvmetrace_hook {
 	const char *name;	/* tracepoint or function */
@@ -829,6 +834,24 @@ static struct nvmetrace_hook hooks[] = {
 	  NVMETRACE_ROLE_HOST, NULL, kp_tcp_try_send, .needs = NEEDS_TCP_HOST },
 	{ "nvme_tcp_recv_skb", "nvme_tcp", NVMETRACE_HOOK_KPROBE,
 	  NVMETRACE_ROLE_HOST, NULL, kp_tcp_recv_skb, .needs = NEEDS_TCP_HOST },
+	/* nvme-rdma host */
+	{ "nvme_rdma_post_send", "nvme_rdma", NVMETRACE_HOOK_KPROBE,
+	  NVMETRACE_ROLE_HOST, NULL, kp_rdma_post_send, .needs = NEEDS_RDMA_HOST },
+	{ "nvme_rdma_send_done", "nvme_rdma", NVMETRACE_HOOK_KPROBE,
+	  NVMETRACE_ROLE_HOST, NULL, kp_rdma_send_done, .needs = NEEDS_RDMA_HOST },
+	{ "nvme_rdma_recv_done", "nvme_rdma", NVMETRACE_HOOK_KPROBE,
+	  NVMETRACE_ROLE_HOST, NULL, kp_rdma_recv_done, .needs = NEEDS_RDMA_HOST },
+	{ "nvme_rdma_complete_rq", "nvme_rdma", NVMETRACE_HOOK_KPROBE,
+	  NVMETRACE_ROLE_HOST, NULL, kp_rdma_complete_rq },
+	/* nvmet-rdma target */
+	{ "nvmet_rdma_recv_done", "nvmet_rdma", NVMETRACE_HOOK_KPROBE,
+	  NVMETRACE_ROLE_TARGET, NULL, kp_rdmat_recv_done, .needs = NEEDS_RDMA_TARGET },
+	{ "nvmet_rdma_read_data_done", "nvmet_rdma", NVMETRACE_HOOK_KPROBE,
+	  NVMETRACE_ROLE_TARGET, NULL, kp_rdmat_read_done, .needs = NEEDS_RDMA_TARGET },
+	{ "nvmet_rdma_queue_response", "nvmet_rdma", NVMETRACE_HOOK_KPROBE,
+	  NVMETRACE_ROLE_TARGET, NULL, kp_rdmat_queue_response },
+	{ "nvmet_rdma_send_done", "nvmet_rdma", NVMETRACE_HOOK_KPROBE,
+	  NVMETRACE_ROLE_TARGET, NULL, kp_rdmat_send_done, .needs = NEEDS_RDMA_TARGET },
 	/* probe_test_symbol: named at load, or unused (name NULL) */
 	{ NULL, NULL, NVMETRACE_HOOK_KPROBE,
 	  NVMETRACE_ROLE_HOST | NVMETRACE_ROLE_TARGET, NULL, kp_test_noop },
@@ -847,7 +870,9 @@ MODULE_PARM_DESC(probe_test_symbol,
 /* The layout groups START carried (NEEDS_* bits). */
 static u32 layout_have(void)
 {
-	return cfg.layout.tcp.valid ? NEEDS_TCP_HOST : 0;
+	return (cfg.layout.tcp.valid ? NEEDS_TCP_HOST : 0) |
+	       (cfg.layout.rdma.valid ? NEEDS_RDMA_HOST : 0) |
+	       (cfg.layout.rdmat.valid ? NEEDS_RDMA_TARGET : 0);
 }
 
 static bool hook_wanted(const struct nvmetrace_hook *h)
@@ -1052,6 +1077,34 @@ static int check_tcp_layout(const struct nvmetrace_layout *l)
 	return 0;
 }
 
+/*
+ * The RDMA groups: pointers 8-aligned, ib_wc.status 4-aligned; a queue's
+ * size, so the queue id can be computed.
+ */
+static int check_rdma_layout(const struct nvmetrace_layout *l)
+{
+	int i;
+
+	if (l->rdma.valid) {
+		if (NVMETRACE_RDMA_OFF(l, QUEUE_SIZE) < 8 ||
+		    NVMETRACE_RDMA_OFF(l, QUEUE_CTRL) >= NVMETRACE_RDMA_OFF(l, QUEUE_SIZE))
+			return -EINVAL;
+		for (i = 0; i < ARRAY_SIZE(l->rdma.off); i++)
+			if (l->rdma.off[i] %
+			    (i == NVMETRACE_L_RDMA_WC_STATUS - NVMETRACE_L_RDMA_WC_WR_CQE ? 4 : 8))
+				return -EINVAL;
+	}
+	if (l->rdmat.valid) {
+		if (!l->valid)
+			return -EINVAL;	/* the target hooks read nvmet's fields too */
+		for (i = 0; i < ARRAY_SIZE(l->rdmat.off); i++)
+			if (l->rdmat.off[i] %
+			    (i == NVMETRACE_L_RDMAT_WC_STATUS - NVMETRACE_L_RDMAT_WC_WR_CQE ? 4 : 8))
+				return -EINVAL;
+	}
+	return 0;
+}
+
 /* ctl_lock held, nothing recording (see nvmetrace.h) */
 int nvmetrace_hooks_start(const struct nvmetrace_config *c,
 			  struct netlink_ext_ack *extack)
@@ -1070,6 +1123,11 @@ int nvmetrace_hooks_start(const struct nvmetrace_config *c,
 
 	if (check_tcp_layout(&c->layout)) {
 		NL_SET_ERR_MSG(extack, "implausible nvme-tcp layout (NVMETRACE_L_TCP_*)");
+		return -EINVAL;
+	}
+	if (check_rdma_layout(&c->layout)) {
+		NL_SET_ERR_MSG(extack,
+			       "implausible nvme-rdma or nvmet-rdma layout (NVMETRACE_L_RDMA*_*), or nvmet-rdma's without nvmet's");
 		return -EINVAL;
 	}
 

@@ -59,6 +59,25 @@ struct nvmetrace_tcp_layout {
 };
 
 /*
+ * The nvme-rdma host and nvmet-rdma target groups, likewise
+ * (off[NVMETRACE_L_RDMA_X - NVMETRACE_L_RDMA_WC_WR_CQE], ...).
+ */
+#define NVMETRACE_RDMA_OFF(l, name) \
+	((l)->rdma.off[NVMETRACE_L_RDMA_##name - NVMETRACE_L_RDMA_WC_WR_CQE])
+#define NVMETRACE_RDMAT_OFF(l, name) \
+	((l)->rdmat.off[NVMETRACE_L_RDMAT_##name - NVMETRACE_L_RDMAT_WC_WR_CQE])
+
+struct nvmetrace_rdma_layout {
+	bool valid;
+	u32 off[NVMETRACE_L_RDMA_CTRL_TAG_SET - NVMETRACE_L_RDMA_WC_WR_CQE + 1];
+};
+
+struct nvmetrace_rdmat_layout {
+	bool valid;
+	u32 off[NVMETRACE_L_RDMAT_RSP_REQ - NVMETRACE_L_RDMAT_WC_WR_CQE + 1];
+};
+
+/*
  * Byte offsets of the private fields the hooks read, from the running
  * kernel's BTF via user space (NVMETRACE_A_LAYOUT).  valid (nvmet's group)
  * is set only when START carried every one of them; tcp likewise.
@@ -69,6 +88,8 @@ struct nvmetrace_layout {
 	u32 sq_ctrl, sq_qid;		/* struct nvmet_sq */
 	u32 ctrl_cntlid;		/* struct nvmet_ctrl */
 	struct nvmetrace_tcp_layout tcp;	/* nvme-tcp host */
+	struct nvmetrace_rdma_layout rdma;	/* nvme-rdma host */
+	struct nvmetrace_rdmat_layout rdmat;	/* nvmet-rdma target */
 };
 
 /* What START asked for; parsed and range-checked by netlink.c. */

@@ -14,6 +14,11 @@
 #                             TCP port at $NVMET_ADDR:$NVMET_PORT (127.0.0.1:4420)
 #   nvme_tcp_connect [NQN]    connect the nvme-tcp host to it; prints the block device
 #                             (e.g. nvme0n1) once /dev/<name> exists
+#   rxe_setup                 soft-RoCE: rdma_rxe on one end of a veth pair, address
+#                             $RDMA_ADDR (10.99.0.1): host and target both use it
+#   nvmet_rdma_setup [NQN]    like nvmet_tcp_setup, on an RDMA port at $RDMA_ADDR:$NVMET_PORT
+#   nvme_rdma_connect [NQN] [OPTIONS]  connect nvme-rdma to it; prints the block device
+#   rdma_teardown             remove the rxe link and the veth pair
 #   nvme_disconnect_all       delete every NVMe fabrics controller
 #   nvmet_teardown            remove the ports, subsystems and namespaces set up above
 #   run_fio NAME FIO-ARGS...  run fio with JSON output into $RESULTS/NAME.json (+ NAME.log)
@@ -28,6 +33,12 @@ NVMET_NQN=${NVMET_NQN:-nqn.2024-01.io.nvmetrace:lane}
 NVMET_ADDR=${NVMET_ADDR:-127.0.0.1}
 NVMET_PORT=${NVMET_PORT:-4420}
 NVMET_CFG=/sys/kernel/config/nvmet
+# Soft-RoCE: rxe on lo comes up but cannot resolve routes; on one end of a veth
+# pair it works, with host and target on the same address (the guest has no
+# other network: nothing leaves it).
+RDMA_ADDR=${RDMA_ADDR:-10.99.0.1}
+RDMA_NETDEV=ntrdma0
+RDMA_LINK=ntrxe0
 
 log()  { printf '[%8s] %s\n' "$(cut -d' ' -f1 /proc/uptime)" "$*"; }
 skip() { echo "SKIP: $*"; exit 77; }
@@ -104,6 +115,64 @@ nvme_tcp_connect() {
 	log "nvme-tcp: connected$opts ($reply)" >&2
 	wait_for 10 nvme_bdev_of "$nqn" >/dev/null || fail "no block device for $nqn after connect"
 	nvme_bdev_of "$nqn"
+}
+
+rxe_setup() {
+	local m
+	# rdma_rxe needs crc32 (its ICRC): without it "rdma link add" fails with ENOENT
+	modprobe crc32_generic 2>/dev/null || true
+	modprobe crc32-pclmul 2>/dev/null || true
+	for m in veth rdma_rxe; do need_module $m; done
+	ip link add $RDMA_NETDEV type veth peer name ${RDMA_NETDEV}p || fail "cannot create the veth pair"
+	ip addr add "$RDMA_ADDR/24" dev $RDMA_NETDEV
+	ip link set ${RDMA_NETDEV}p up
+	ip link set $RDMA_NETDEV up
+	rdma link add $RDMA_LINK type rxe netdev $RDMA_NETDEV || fail "rdma link add (rxe on $RDMA_NETDEV) failed"
+	wait_for 10 bash -c "rdma link show $RDMA_LINK/1 | grep -q 'state ACTIVE'" ||
+		fail "rxe link $RDMA_LINK not active: $(rdma link show 2>&1)"
+	log "soft-RoCE: $RDMA_LINK on $RDMA_NETDEV, $RDMA_ADDR"
+}
+
+nvmet_rdma_setup() {
+	local nqn=${1:-$NVMET_NQN} s p
+	need_module null_blk nvmet nvmet_rdma
+	[ -b /dev/nullb0 ] || wait_for 5 test -b /dev/nullb0 || fail "/dev/nullb0 did not appear"
+	[ -d $NVMET_CFG ] || fail "$NVMET_CFG missing (configfs not mounted?)"
+	s=$NVMET_CFG/subsystems/$nqn
+	mkdir "$s"
+	echo 1 >"$s/attr_allow_any_host"
+	mkdir "$s/namespaces/1"
+	echo -n /dev/nullb0 >"$s/namespaces/1/device_path"
+	echo 1 >"$s/namespaces/1/enable"
+	p=$NVMET_CFG/ports/2
+	mkdir "$p"
+	echo rdma >"$p/addr_trtype"
+	echo ipv4 >"$p/addr_adrfam"
+	echo "$RDMA_ADDR" >"$p/addr_traddr"
+	echo "$NVMET_PORT" >"$p/addr_trsvcid"
+	ln -s "$s" "$p/subsystems/$nqn" || fail "nvmet-rdma port on $RDMA_ADDR:$NVMET_PORT refused"
+	log "nvmet: $nqn on rdma $RDMA_ADDR:$NVMET_PORT backed by /dev/nullb0"
+}
+
+# nvme_rdma_connect [NQN] [OPTIONS]: OPTIONS are extra fabrics options, e.g. ",nr_io_queues=1"
+nvme_rdma_connect() {
+	local nqn=${1:-$NVMET_NQN} opts=${2:-} reply
+	need_module nvme_rdma
+	[ -c /dev/nvme-fabrics ] || wait_for 5 test -c /dev/nvme-fabrics || fail "/dev/nvme-fabrics missing"
+	exec 9<>/dev/nvme-fabrics
+	echo "transport=rdma,traddr=$RDMA_ADDR,trsvcid=$NVMET_PORT,nqn=$nqn$opts" >&9 ||
+		{ exec 9<&-; fail "nvme-rdma connect to $RDMA_ADDR:$NVMET_PORT ($nqn$opts) failed"; }
+	read -r reply <&9 || true
+	exec 9<&-
+	log "nvme-rdma: connected$opts ($reply)" >&2
+	wait_for 10 nvme_bdev_of "$nqn" >/dev/null || fail "no block device for $nqn after connect"
+	nvme_bdev_of "$nqn"
+}
+
+rdma_teardown() {
+	modprobe -r nvme_rdma nvmet_rdma 2>/dev/null || true
+	rdma link delete $RDMA_LINK 2>/dev/null || true
+	ip link del $RDMA_NETDEV 2>/dev/null || true
 }
 
 nvme_disconnect_all() {

@@ -50,21 +50,27 @@ bool in_view(const ComponentDef& c, View view) {
     return c.views & static_cast<uint8_t>(view);
 }
 
-// First and last events of a view: the `from` of its first depth-0 row and
-// the `to` of its last.
+// First and last events of a view's path for a command with the events
+// `present`: the `from` of its first depth-0 row that is present or required
+// and the `to` of its last (optional rows at either end, such as the
+// nvmet-rdma capsule's receive before nvmet_req_init and its response's send
+// completion after nvmet_req_complete, lengthen the path of the commands
+// that have them).  present = 0: the required ends.
 struct ViewEnds {
     int first = -1, last = -1;
 };
-ViewEnds table_ends(View view, std::span<const ComponentDef> table) {
+ViewEnds table_ends(View view, std::span<const ComponentDef> table, uint32_t present = 0) {
     ViewEnds e;
+    auto counts = [present](int slot) { return (present >> slot & 1u) || !kEvents[slot].optional; };
     for (const auto& c : table) {
         if (c.depth != 0 || !in_view(c, view))
             continue;
         if (event_slot(c.from) < 0 || event_slot(c.to) < 0)
             throw std::logic_error(fmt::format("component '{}': unknown event", c.name));
-        if (e.first < 0)
+        if (e.first < 0 && counts(event_slot(c.from)))
             e.first = event_slot(c.from);
-        e.last = event_slot(c.to);
+        if (counts(event_slot(c.to)))
+            e.last = event_slot(c.to);
     }
     return e;
 }
@@ -98,6 +104,27 @@ ViewEnds required_ends_of(View view) {
         return e;
     }();
     return ends[std::countr_zero(static_cast<unsigned>(view))];
+}
+
+// A record of `ev` for a command that already has the events up to
+// f.max_rank: out of its order (the key was reused) if its rank is not above
+// them, or, for an unordered event, if the command has it already.
+template <typename InFlight>
+bool out_of_order(const InFlight& f, const EventDef& ev, int slot) {
+    if (ev.unordered)
+        return f.cmd.has(slot);
+    return ev.rank <= f.max_rank;
+}
+
+// Whether a command that has reached its view's last required event still
+// waits for a trailing one (EventDef::ends_at).
+bool awaits_trailing(const Command& c) {
+    for (uint32_t m = c.present; m; m &= m - 1) {
+        const EventDef& ev = kEvents[std::countr_zero(m)];
+        if (ev.ends_at && !c.has(event_slot(ev.ends_at)))
+            return true;
+    }
+    return false;
 }
 
 const StageDef& stage_def(std::string_view name) {
@@ -275,7 +302,7 @@ void Assembler::push_host_rq(const nvmetrace_rec& rec, int slot) {
         counts_.repeats++;  // another R2T, H2C or C2H PDU: the first one counts
         return;
     }
-    if (!fresh && (f.cmd.lba != rec.lba || ev.rank <= f.max_rank)) {
+    if (!fresh && (f.cmd.lba != rec.lba || out_of_order(f, ev, slot))) {
         // The tag was reused: the command before lost its last records.
         counts_.lost_end++;
         fresh = true;
@@ -322,7 +349,8 @@ void Assembler::push_host_rq(const nvmetrace_rec& rec, int slot) {
     Command& c = f.cmd;
     c.ts[slot] = rec.ts;
     c.present |= 1u << slot;
-    f.max_rank = std::max(f.max_rank, ev.rank);
+    if (!ev.unordered)
+        f.max_rank = std::max(f.max_rank, ev.rank);
     if (rec.event == NVMETRACE_EV_NVME_SETUP) {
         c.nsid = static_cast<uint32_t>(rec.aux);
         if (rec.flags & NVMETRACE_REC_HAS_CID) {
@@ -350,8 +378,13 @@ void Assembler::push_target(const nvmetrace_rec& rec, int slot) {
         counts_.repeats++;
         return;
     }
-    if (!fresh && (f.cmd.lba != rec.lba || ev.rank <= f.max_rank)) {
-        counts_.lost_end++;
+    if (!fresh && (f.cmd.lba != rec.lba || out_of_order(f, ev, slot))) {
+        // The key was reused.  A command that had reached nvmet_req_complete
+        // and waited only for a trailing event (ends_at) is done as it is.
+        if (f.cmd.has(required_ends_of(View::target_only).last))
+            emit(f.cmd);
+        else
+            counts_.lost_end++;
         fresh = true;
     }
     if (fresh) {
@@ -370,11 +403,14 @@ void Assembler::push_target(const nvmetrace_rec& rec, int slot) {
     Command& c = f.cmd;
     c.ts[slot] = rec.ts;
     c.present |= 1u << slot;
-    f.max_rank = std::max(f.max_rank, ev.rank);
+    if (!ev.unordered)
+        f.max_rank = std::max(f.max_rank, ev.rank);
     if (rec.event == NVMETRACE_EV_NVMET_INIT)
         c.nsid = static_cast<uint32_t>(rec.aux);
-    if (slot == required_ends_of(View::target_only).last) {
+    const int last = required_ends_of(View::target_only).last;
+    if (slot == last)
         c.status = rec.aux;
+    if (c.has(last) && !awaits_trailing(c)) {
         emit(c);
         target_.erase(it);
     }
@@ -400,7 +436,14 @@ void Assembler::emit(Command& c) {
 void Assembler::finish() {
     // held commands are complete at the block layer: hand them on as they are
     expire_tail(UINT64_MAX);
-    counts_.cut_end += host_.size() + target_.size();
+    counts_.cut_end += host_.size();
+    // target commands that waited only for a trailing event are done as they are
+    for (auto& [key, f] : target_) {
+        if (f.cmd.has(required_ends_of(View::target_only).last))
+            emit(f.cmd);
+        else
+            counts_.cut_end++;
+    }
     host_.clear();
     target_.clear();
     for (const auto& [key, q] : waiting_)
@@ -513,7 +556,7 @@ View view_of(const Command& cmd) {
 
 std::vector<const ComponentDef*> path_of(View view, uint32_t present,
                                          std::span<const ComponentDef> table, uint32_t* missing) {
-    const ViewEnds ends = table_ends(view, table);
+    const ViewEnds ends = table_ends(view, table, present);
     if (ends.first < 0)
         throw std::logic_error("no components for this view");
     std::vector<const ComponentDef*> rows;
@@ -723,21 +766,31 @@ uint64_t target_anchor(const Command& c) {
 }  // namespace
 
 int host_send_slot(const Command& c) {
-    return first_present(c, {NVMETRACE_EV_TCP_CMD_SEND, NVMETRACE_EV_RQ_ISSUE});
+    return first_present(
+        c, {NVMETRACE_EV_TCP_CMD_SEND, NVMETRACE_EV_RDMA_POST_SEND, NVMETRACE_EV_RQ_ISSUE});
 }
 
 int host_receive_slot(const Command& c) {
-    return first_present(c, {NVMETRACE_EV_TCP_C2H_RECV, NVMETRACE_EV_TCP_RSP_RECV,
-                             NVMETRACE_EV_NVME_COMPLETE, NVMETRACE_EV_RQ_COMPLETE});
+    return first_present(
+        c, {NVMETRACE_EV_TCP_C2H_RECV, NVMETRACE_EV_TCP_RSP_RECV, NVMETRACE_EV_RDMA_RECV_DONE,
+            NVMETRACE_EV_NVME_COMPLETE, NVMETRACE_EV_RQ_COMPLETE});
+}
+
+int target_receive_slot(const Command& c) {
+    return first_present(c, {NVMETRACE_EV_RDMAT_RECV, NVMETRACE_EV_NVMET_INIT});
+}
+
+int target_send_slot(const Command& c) {
+    return first_present(c, {NVMETRACE_EV_RDMAT_RSP_POST, NVMETRACE_EV_NVMET_COMPLETE});
 }
 
 Command join_commands(const Command& host, const Command& target, int64_t* network_ns) {
     Command j = host;
-    const int done = event_slot(NVMETRACE_EV_NVMET_COMPLETE);
-    const int init = event_slot(NVMETRACE_EV_NVMET_INIT);
+    const int done = target_send_slot(target);
+    const int init = target_receive_slot(target);
     const int recv = host_receive_slot(host);
     // target ts + shift = host ts; unsigned arithmetic wraps, as intended
-    const uint64_t shift = recv >= 0 && target.has(done) ? host.at(recv) - target.at(done) : 0;
+    const uint64_t shift = recv >= 0 && done >= 0 ? host.at(recv) - target.at(done) : 0;
     for (uint32_t m = target.present; m; m &= m - 1) {
         int s = std::countr_zero(m);
         if (kEvents[s].side != Side::target)
@@ -747,8 +800,7 @@ Command join_commands(const Command& host, const Command& target, int64_t* netwo
     }
     if (network_ns) {
         int send = host_send_slot(host);
-        *network_ns =
-            send >= 0 && j.has(init) ? static_cast<int64_t>(j.at(init) - host.at(send)) : 0;
+        *network_ns = send >= 0 && init >= 0 ? static_cast<int64_t>(j.at(init) - host.at(send)) : 0;
     }
     return j;
 }

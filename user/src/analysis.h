@@ -62,6 +62,13 @@ struct EventDef {
     // C2H PDUs): the first one is kept, the others neither overwrite it nor
     // look like a reused key.
     bool repeats = false;
+    // Comes anywhere after the events of a smaller rank (nvme-rdma's send
+    // completion, before or after the response): its rank is not checked.
+    bool unordered = false;
+    // A command with this event ends at that event (0: at its view's last
+    // required one): nvmet-rdma's response send completes after
+    // nvmet_req_complete.
+    uint16_t ends_at = 0;
 };
 
 inline constexpr EventDef kEvents[] = {
@@ -71,10 +78,10 @@ inline constexpr EventDef kEvents[] = {
     {NVMETRACE_EV_RQ_ISSUE, "block_rq_issue", Side::host, 3},
     {NVMETRACE_EV_NVME_COMPLETE, "nvme_complete_rq", Side::host, 9},
     {NVMETRACE_EV_RQ_COMPLETE, "block_rq_complete", Side::host, 10},
-    {NVMETRACE_EV_NVMET_INIT, "nvmet_req_init", Side::target, 0},
-    {NVMETRACE_EV_NVMET_EXEC, "nvmet_bdev_execute_rw", Side::target, 1},
-    {NVMETRACE_EV_NVMET_BIO_DONE, "nvmet_bio_done", Side::target, 2},
-    {NVMETRACE_EV_NVMET_COMPLETE, "nvmet_req_complete", Side::target, 3},
+    {NVMETRACE_EV_NVMET_INIT, "nvmet_req_init", Side::target, 1},
+    {NVMETRACE_EV_NVMET_EXEC, "nvmet_bdev_execute_rw", Side::target, 3},
+    {NVMETRACE_EV_NVMET_BIO_DONE, "nvmet_bio_done", Side::target, 4},
+    {NVMETRACE_EV_NVMET_COMPLETE, "nvmet_req_complete", Side::target, 5},
     // nvme-tcp host (kmod/hooks.c)
     {NVMETRACE_EV_TCP_CMD_SEND, "nvme_tcp_try_send (command PDU)", Side::host, 4, true},
     {NVMETRACE_EV_TCP_R2T_RECV, "nvme_tcp_recv_skb (R2T)", Side::host, 5, true, true},
@@ -88,6 +95,17 @@ inline constexpr EventDef kEvents[] = {
     {NVMETRACE_EV_FILE_SUBMIT, "blkdev_read_iter/blkdev_write_iter", Side::host, 0, true},
     {NVMETRACE_EV_AIO_COMPLETE, "aio_complete_rw", Side::host, 11, true},
     {NVMETRACE_EV_AIO_REAP, "io_getevents (return)", Side::host, 12, true},
+    // nvme-rdma host (kmod/hooks_rdma.c)
+    {NVMETRACE_EV_RDMA_POST_SEND, "nvme_rdma_post_send", Side::host, 4, true},
+    {NVMETRACE_EV_RDMA_SEND_DONE, "nvme_rdma_send_done", Side::host, 5, true, false, true},
+    {NVMETRACE_EV_RDMA_RECV_DONE, "nvme_rdma_recv_done", Side::host, 6, true},
+    {NVMETRACE_EV_RDMA_COMPLETE, "nvme_rdma_complete_rq", Side::host, 8, true},
+    // nvmet-rdma target (kmod/hooks_rdma.c)
+    {NVMETRACE_EV_RDMAT_RECV, "nvmet_rdma_recv_done", Side::target, 0, true, false, false,
+     NVMETRACE_EV_RDMAT_SEND_DONE},
+    {NVMETRACE_EV_RDMAT_READ_DONE, "nvmet_rdma_read_data_done", Side::target, 2, true},
+    {NVMETRACE_EV_RDMAT_RSP_POST, "nvmet_rdma_queue_response", Side::target, 6, true},
+    {NVMETRACE_EV_RDMAT_SEND_DONE, "nvmet_rdma_send_done", Side::target, 7, true},
 };
 inline constexpr size_t kMaxEvents = 32;  // Command::ts capacity, bits of Command::present
 static_assert(std::size(kEvents) <= kMaxEvents);
@@ -349,6 +367,8 @@ inline constexpr ComponentDef kComponents[] = {
      kHost | kJoined, 0},
     {"host driver, to the socket (nvme-tcp)", NVMETRACE_EV_RQ_ISSUE, NVMETRACE_EV_TCP_CMD_SEND,
      "host driver", kHost | kJoined, 0},
+    {"host driver, to the NIC (nvme-rdma)", NVMETRACE_EV_RQ_ISSUE, NVMETRACE_EV_RDMA_POST_SEND,
+     "host driver", kHost | kJoined, 0},
     {"network and target (not recorded)", NVMETRACE_EV_RQ_ISSUE, NVMETRACE_EV_NVME_COMPLETE,
      "network and target (not recorded)", kHost, 0},
     // Joined: the host's span from its last send-side event to its first
@@ -366,6 +386,18 @@ inline constexpr ComponentDef kComponents[] = {
      "network and target (not recorded)", kHost, 0},
     {"network: wire and NICs (computed)", NVMETRACE_EV_TCP_CMD_SEND, NVMETRACE_EV_NVMET_INIT,
      "network", kJoined, 0},
+    // nvme-rdma host: from the posted command capsule
+    {"network and target (not recorded)", NVMETRACE_EV_RDMA_POST_SEND, NVMETRACE_EV_RDMA_RECV_DONE,
+     "network and target (not recorded)", kHost, 0},
+    {"network and target (not recorded)", NVMETRACE_EV_RDMA_POST_SEND, NVMETRACE_EV_NVME_COMPLETE,
+     "network and target (not recorded)", kHost, 0},
+    {"network: wire and NICs (computed)", NVMETRACE_EV_RDMA_POST_SEND, NVMETRACE_EV_RDMAT_RECV,
+     "network", kJoined, 0},
+    {"network: wire and NICs (computed)", NVMETRACE_EV_RDMA_POST_SEND, NVMETRACE_EV_NVMET_INIT,
+     "network", kJoined, 0},
+    // the capsule's send completion, before or after the response
+    {"command posted to send done (RDMA)", NVMETRACE_EV_RDMA_POST_SEND, NVMETRACE_EV_RDMA_SEND_DONE,
+     "network", kHost | kJoined, 1},
     {"host driver, R2T to H2C data", NVMETRACE_EV_TCP_R2T_RECV, NVMETRACE_EV_TCP_H2C_SEND,
      "host driver", kHost, 0},
     {"net+target, after the R2T (not recorded)", NVMETRACE_EV_TCP_R2T_RECV,
@@ -377,12 +409,39 @@ inline constexpr ComponentDef kComponents[] = {
     {"net+target, after the H2C (not recorded)", NVMETRACE_EV_TCP_H2C_SEND,
      NVMETRACE_EV_NVME_COMPLETE, "network and target (not recorded)", kHost, 0},
     // target
+    // nvmet-rdma: the capsule's receive completion to nvmet_req_init, and a
+    // write's data pulled from the host with RDMA READ
+    {"network: target receive path", NVMETRACE_EV_RDMAT_RECV, NVMETRACE_EV_NVMET_INIT, "network",
+     kTarget | kJoined, 0},
+    {"network: RDMA READ of data (target)", NVMETRACE_EV_NVMET_INIT, NVMETRACE_EV_RDMAT_READ_DONE,
+     "network", kTarget | kJoined, 0},
+    {"data transfer (RDMA, at the target)", NVMETRACE_EV_RDMAT_RECV, NVMETRACE_EV_RDMAT_READ_DONE,
+     "network", kTarget | kJoined, 1},
+    {"target driver, submission", NVMETRACE_EV_RDMAT_READ_DONE, NVMETRACE_EV_NVMET_EXEC,
+     "target driver", kTarget | kJoined, 0},
     {"target driver, submission", NVMETRACE_EV_NVMET_INIT, NVMETRACE_EV_NVMET_EXEC, "target driver",
      kTarget | kJoined, 0},
     {"storage: target block layer and drive", NVMETRACE_EV_NVMET_EXEC, NVMETRACE_EV_NVMET_BIO_DONE,
      "storage", kTarget | kJoined, 0},
     {"target driver, completion", NVMETRACE_EV_NVMET_BIO_DONE, NVMETRACE_EV_NVMET_COMPLETE,
      "target driver", kTarget | kJoined, 0},
+    // nvmet-rdma: the response (a read's RDMA WRITE and the SEND) posted,
+    // and its send completion (after the host has the response: on the
+    // joined path a detail)
+    {"target driver, response (nvmet-rdma)", NVMETRACE_EV_NVMET_COMPLETE,
+     NVMETRACE_EV_RDMAT_RSP_POST, "target driver", kTarget | kJoined, 0},
+    {"response posted to send done (RDMA)", NVMETRACE_EV_RDMAT_RSP_POST,
+     NVMETRACE_EV_RDMAT_SEND_DONE, "network", kJoined, 1},
+    {"target driver, response to send done", NVMETRACE_EV_NVMET_COMPLETE,
+     NVMETRACE_EV_RDMAT_SEND_DONE, "target driver", kTarget, 0},
+    {"network: response send done (RDMA)", NVMETRACE_EV_RDMAT_RSP_POST,
+     NVMETRACE_EV_RDMAT_SEND_DONE, "network", kTarget, 0},
+    {"network (seam)", NVMETRACE_EV_RDMAT_RSP_POST, NVMETRACE_EV_RDMA_RECV_DONE, "network", kJoined,
+     0, true},
+    {"network (seam)", NVMETRACE_EV_RDMAT_RSP_POST, NVMETRACE_EV_NVME_COMPLETE, "network", kJoined,
+     0, true},
+    {"network (seam)", NVMETRACE_EV_NVMET_COMPLETE, NVMETRACE_EV_RDMA_RECV_DONE, "network", kJoined,
+     0, true},
     // the seam: to the host's first receive-side event, 0 by construction
     {"network (seam)", NVMETRACE_EV_NVMET_COMPLETE, NVMETRACE_EV_TCP_C2H_RECV, "network", kJoined,
      0, true},
@@ -396,6 +455,14 @@ inline constexpr ComponentDef kComponents[] = {
     {"network: host receive path, C2H+SUCCESS", NVMETRACE_EV_TCP_C2H_RECV,
      NVMETRACE_EV_NVME_COMPLETE, "network", kHost | kJoined, 0},
     {"host driver, completion", NVMETRACE_EV_TCP_RSP_RECV, NVMETRACE_EV_NVME_COMPLETE,
+     "host driver", kHost | kJoined, 0},
+    // nvme-rdma host receive path: the response's receive completion to
+    // blk-mq's complete op, which unmaps the data
+    {"network: host receive path", NVMETRACE_EV_RDMA_RECV_DONE, NVMETRACE_EV_RDMA_COMPLETE,
+     "network", kHost | kJoined, 0},
+    {"network: host receive path", NVMETRACE_EV_RDMA_RECV_DONE, NVMETRACE_EV_NVME_COMPLETE,
+     "network", kHost | kJoined, 0},
+    {"host driver, completion", NVMETRACE_EV_RDMA_COMPLETE, NVMETRACE_EV_NVME_COMPLETE,
      "host driver", kHost | kJoined, 0},
     {"host block layer, completion", NVMETRACE_EV_NVME_COMPLETE, NVMETRACE_EV_RQ_COMPLETE,
      "host block layer", kHost | kJoined, 0},
@@ -479,13 +546,18 @@ Layout make_layout(View view, uint32_t missing_mask, std::span<const ComponentDe
 // slots; -1 when the command has none.
 int host_send_slot(const Command& host);
 int host_receive_slot(const Command& host);
+// The target's first receive-side event (nvmet-rdma's capsule receive, or
+// nvmet_req_init) and its last send-side one (nvmet-rdma's response posted,
+// or nvmet_req_complete): its residence as the host sees it.
+int target_receive_slot(const Command& target);
+int target_send_slot(const Command& target);
 
 // A host command and its target command as one command of the joined view,
 // on the host's clock.  The clocks of the two sides are never compared: the
 // target's timestamps are shifted so that its nvmet_req_complete falls on the
 // host's first receive-side event, which makes the row before the target's
 // first event the computed network, (receive - send) on the host minus
-// (nvmet_req_complete - nvmet_req_init) on the target.  *network_ns gets it
+// (send - receive) on the target (target_send_slot(), target_receive_slot()).  *network_ns gets it
 // (negative when the target's residence is longer than the host's span).
 Command join_commands(const Command& host, const Command& target, int64_t* network_ns = nullptr);
 

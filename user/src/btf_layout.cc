@@ -1,10 +1,12 @@
 #include "btf_layout.h"
 
 #include <linux/nvmetrace.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
 #include <iterator>
+#include <span>
 #include <utility>
 
 #include <bpf/btf.h>
@@ -79,6 +81,15 @@ BtfLayout BtfLayout::load(const std::string& module, const std::string& btf_dir)
 
 BtfLayout BtfLayout::load_files(const std::string& vmlinux, const std::string& module_file) {
     BtfLayout l;
+    // A module that is not loaded has no BTF file: say so without parsing
+    // the kernel's BTF (megabytes; record reads several modules' layouts).
+    if (::access(vmlinux.c_str(), R_OK) == 0 && ::access(module_file.c_str(), R_OK) != 0) {
+        l.error_ = fmt::format(
+            "cannot read module BTF {}: {} (module not loaded, or kernel without "
+            "CONFIG_DEBUG_INFO_BTF_MODULES)",
+            module_file, errtext(errno));
+        return l;
+    }
     l.base_ = btf__parse(vmlinux.c_str(), nullptr);
     if (!l.base_) {
         l.error_ = fmt::format(
@@ -198,6 +209,87 @@ std::optional<NvmeTcpLayout> BtfLayout::nvme_tcp() {
         out.offsets.push_back(loc->offset);
     }
     return out;
+}
+
+}  // namespace nvmetrace
+
+namespace nvmetrace {
+
+namespace {
+
+// A field the RDMA hooks read: member (or the struct's size when mem is
+// nullptr) and the size kmod/hooks_rdma.c reads it as (0: any; kSizeOfStruct:
+// the size of the struct `type`).
+struct RdmaWant {
+    const char* st;
+    const char* mem;
+    uint32_t size;
+    const char* type = nullptr;  // size must equal this struct's size
+};
+
+}  // namespace
+
+static std::optional<RdmaLayout> rdma_group(BtfLayout& btf, std::span<const RdmaWant> wants) {
+    RdmaLayout out;
+    for (const auto& w : wants) {
+        if (!w.mem) {
+            auto sz = btf.struct_size(w.st);
+            if (!sz)
+                return std::nullopt;
+            out.offsets.push_back(*sz);
+            continue;
+        }
+        uint32_t size = w.size;
+        if (w.type) {
+            auto sz = btf.struct_size(w.type);
+            if (!sz)
+                return std::nullopt;
+            size = *sz;
+        }
+        auto loc = btf.sized_member(w.st, w.mem, size);
+        if (!loc)
+            return std::nullopt;
+        out.offsets.push_back(loc->offset);
+    }
+    return out;
+}
+
+std::optional<RdmaLayout> BtfLayout::nvme_rdma() {
+    // NVMETRACE_L_RDMA_* order
+    static const RdmaWant wants[] = {
+        {"ib_wc", "wr_cqe", 8},
+        {"ib_wc", "status", 4},
+        {"ib_wc", "qp", 8},
+        {"ib_qp", "qp_context", 8},
+        {"nvme_rdma_qe", "cqe", 8},
+        {"nvme_rdma_qe", "data", 8},
+        {"nvme_rdma_request", "sqe", 0, "nvme_rdma_qe"},
+        {"nvme_rdma_queue", "ctrl", 8},
+        {"nvme_rdma_queue", nullptr, 0},
+        {"nvme_rdma_ctrl", "queues", 8},
+        {"nvme_rdma_ctrl", "tag_set", 0, "blk_mq_tag_set"},
+    };
+    static_assert(std::size(wants) ==
+                  NVMETRACE_L_RDMA_CTRL_TAG_SET - NVMETRACE_L_RDMA_WC_WR_CQE + 1);
+    return rdma_group(*this, wants);
+}
+
+std::optional<RdmaLayout> BtfLayout::nvmet_rdma() {
+    // NVMETRACE_L_RDMAT_* order
+    static const RdmaWant wants[] = {
+        {"ib_wc", "wr_cqe", 8},
+        {"ib_wc", "status", 4},
+        {"ib_wc", "qp", 8},
+        {"ib_qp", "qp_context", 8},
+        {"nvmet_rdma_cmd", "cqe", 8},
+        {"nvmet_rdma_cmd", "nvme_cmd", 8},
+        {"nvmet_rdma_queue", "nvme_sq", 0, "nvmet_sq"},
+        {"nvmet_rdma_rsp", "send_cqe", 8},
+        {"nvmet_rdma_rsp", "read_cqe", 8},
+        {"nvmet_rdma_rsp", "req", 0, "nvmet_req"},
+    };
+    static_assert(std::size(wants) == NVMETRACE_L_RDMAT_RSP_REQ - NVMETRACE_L_RDMAT_WC_WR_CQE + 1);
+    return rdma_group(*this, wants);
 }
 
 }  // namespace nvmetrace

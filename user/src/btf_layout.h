@@ -28,6 +28,12 @@ struct NvmeTcpLayout {
     std::vector<uint32_t> offsets;  // NVMETRACE_L_TCP_QUEUE_REQUEST + i
 };
 
+// The nvme-rdma host fields (NVMETRACE_L_RDMA_* order) and the nvmet-rdma
+// target fields (NVMETRACE_L_RDMAT_* order); queue_size is a struct's size.
+struct RdmaLayout {
+    std::vector<uint32_t> offsets;
+};
+
 // Looks up struct members in /sys/kernel/btf/vmlinux + /sys/kernel/btf/<module>
 // (or files given for tests). Errors are returned as text, never thrown past.
 class BtfLayout {
@@ -60,6 +66,11 @@ public:
 
     // The nvme-tcp host group (module BTF "nvme_tcp"), sizes checked.
     std::optional<NvmeTcpLayout> nvme_tcp();
+
+    // The nvme-rdma host group (module BTF "nvme_rdma") and the nvmet-rdma
+    // target group (module BTF "nvmet_rdma"), sizes checked.
+    std::optional<RdmaLayout> nvme_rdma();
+    std::optional<RdmaLayout> nvmet_rdma();
 
 private:
     BtfLayout() = default;

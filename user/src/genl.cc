@@ -381,7 +381,16 @@ State GenlClient::start(const StartArgs& args) {
     if (!args.tcp_layout.empty() && args.tcp_layout.size() != kTcpOffsets)
         throw Error(fmt::format("START: the nvme-tcp layout needs {} offsets, got {}", kTcpOffsets,
                                 args.tcp_layout.size()));
-    if (!args.layout.empty() || !args.tcp_layout.empty()) {
+    constexpr size_t kRdmaOffsets = NVMETRACE_L_RDMA_CTRL_TAG_SET - NVMETRACE_L_RDMA_WC_WR_CQE + 1;
+    constexpr size_t kRdmatOffsets = NVMETRACE_L_RDMAT_RSP_REQ - NVMETRACE_L_RDMAT_WC_WR_CQE + 1;
+    if (!args.rdma_layout.empty() && args.rdma_layout.size() != kRdmaOffsets)
+        throw Error(fmt::format("START: the nvme-rdma layout needs {} offsets, got {}",
+                                kRdmaOffsets, args.rdma_layout.size()));
+    if (!args.rdmat_layout.empty() && args.rdmat_layout.size() != kRdmatOffsets)
+        throw Error(fmt::format("START: the nvmet-rdma layout needs {} offsets, got {}",
+                                kRdmatOffsets, args.rdmat_layout.size()));
+    if (!args.layout.empty() || !args.tcp_layout.empty() || !args.rdma_layout.empty() ||
+        !args.rdmat_layout.empty()) {
         nlattr* lay = nla_nest_start(msg.get(), NVMETRACE_A_LAYOUT | NLA_F_NESTED);
         ok = lay != nullptr;
         for (size_t i = 0; ok && i < args.layout.size(); i++)
@@ -390,6 +399,12 @@ State GenlClient::start(const StartArgs& args) {
         for (size_t i = 0; ok && i < args.tcp_layout.size(); i++)
             ok = nla_put_u32(msg.get(), static_cast<int>(NVMETRACE_L_TCP_QUEUE_REQUEST + i),
                              args.tcp_layout[i]) == 0;
+        for (size_t i = 0; ok && i < args.rdma_layout.size(); i++)
+            ok = nla_put_u32(msg.get(), static_cast<int>(NVMETRACE_L_RDMA_WC_WR_CQE + i),
+                             args.rdma_layout[i]) == 0;
+        for (size_t i = 0; ok && i < args.rdmat_layout.size(); i++)
+            ok = nla_put_u32(msg.get(), static_cast<int>(NVMETRACE_L_RDMAT_WC_WR_CQE + i),
+                             args.rdmat_layout[i]) == 0;
         ok = ok && nla_nest_end(msg.get(), lay) >= 0;
         if (!ok)
             throw Error("START: cannot build the layout attribute");

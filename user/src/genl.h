@@ -58,6 +58,10 @@ struct StartArgs {
     // nvme-tcp's (NVMETRACE_L_TCP_QUEUE_REQUEST .. _TCP_REQ_OFFSET order),
     // from BTF; empty: the nvme-tcp hooks are refused.
     std::vector<uint32_t> tcp_layout;
+    // nvme-rdma's (NVMETRACE_L_RDMA_*) and nvmet-rdma's (NVMETRACE_L_RDMAT_*),
+    // from BTF; empty: their hooks are refused.
+    std::vector<uint32_t> rdma_layout;
+    std::vector<uint32_t> rdmat_layout;
 };
 
 // One NVMETRACE_A_HOOK nest of the GET_HOOKS dump.

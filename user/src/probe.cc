@@ -32,6 +32,13 @@ const char* state_word(uint32_t state) {
     }
 }
 
+// The transport a hook belongs to: "tcp", "rdma", or "" for the generic hooks
+// (block layer, nvme core, nvmet core).
+std::string_view transport_of(std::string_view hook) {
+    const std::string_view m = transport_module(hook);
+    return m.empty() ? m : m.substr(m.find('_') + 1);
+}
+
 }  // namespace
 
 int run_probe(const ProbeOptions& opts) {
@@ -40,6 +47,8 @@ int run_probe(const ProbeOptions& opts) {
         role |= r == "host" ? NVMETRACE_ROLE_HOST : NVMETRACE_ROLE_TARGET;
     if (!role)
         throw Error("probe: -r host or -r target");
+    if (!opts.transport.empty() && opts.transport != "tcp" && opts.transport != "rdma")
+        throw Error(fmt::format("probe: -t {}: the transport is tcp or rdma", opts.transport));
 
     const bool btf = fs::exists("/sys/kernel/btf/vmlinux");
     fmt::print("kernel BTF: {}\n", btf ? "yes" : "no (CONFIG_DEBUG_INFO_BTF off)");
@@ -59,7 +68,6 @@ int run_probe(const ProbeOptions& opts) {
     const LayoutNotes layouts = fill_layouts(role, start);
     const std::string layout_note =
         layouts.nvmet_error.empty() ? "nvmet layout from BTF: ok" : layouts.nvmet_error;
-    const bool tcp_loaded = fs::exists("/sys/module/nvme_tcp");
     std::vector<HookInfo> hooks;
     std::string start_error;
     if (!(role & NVMETRACE_ROLE_TARGET) || !start.layout.empty()) {
@@ -82,16 +90,41 @@ int run_probe(const ProbeOptions& opts) {
                    fs::exists(fmt::format("/sys/module/{}", mod)) ? "loaded" : "not loaded");
         if (!host && !layout_note.empty())
             fmt::print("  {}\n", layout_note);
+        if (!opts.transport.empty()) {
+            // the transport module of this side and its private layout
+            const std::string tmod = fmt::format("{}_{}", host ? "nvme" : "nvmet", opts.transport);
+            const std::string& err = tmod == "nvme_tcp"     ? layouts.tcp_error
+                                     : tmod == "nvme_rdma"  ? layouts.rdma_error
+                                     : tmod == "nvmet_rdma" ? layouts.rdmat_error
+                                                            : std::string();
+            const bool known = tmod != "nvmet_tcp";  // its hooks are not in this build
+            fmt::print("  {} (module {}, BTF layout: {})\n", opts.transport, tmod,
+                       !fs::exists("/sys/module/" + tmod) ? "module not loaded"
+                       : !known                           ? "not needed"
+                       : err.empty()                      ? "ok"
+                                                          : err);
+        }
         for (const auto& h : hooks) {
             if (!(h.role & side))
+                continue;
+            const std::string_view tr = transport_of(h.name);
+            if (!opts.transport.empty() && !tr.empty() && tr != opts.transport)
                 continue;
             std::string note;
             uint32_t state = h.state;
             if (h.state == NVMETRACE_HOOK_FAILED && h.error == -ENODATA) {
                 // a transport hook whose private layout was not found
-                note = "needs nvme_tcp's layout: " + layouts.tcp_error;
-                if (!tcp_loaded)
+                const std::string_view lmod = transport_module(h.name);
+                const std::string& why = lmod == "nvme_tcp"     ? layouts.tcp_error
+                                         : lmod == "nvme_rdma"  ? layouts.rdma_error
+                                         : lmod == "nvmet_rdma" ? layouts.rdmat_error
+                                                                : layouts.nvmet_error;
+                note = fmt::format("needs {}'s layout: {}", lmod, why);
+                if (!fs::exists(fmt::format("/sys/module/{}", lmod))) {
                     state = NVMETRACE_HOOK_WAITING;
+                    note =
+                        fmt::format("its module {} is not loaded: load it before recording", lmod);
+                }
             } else if (h.state == NVMETRACE_HOOK_WAITING)
                 note = "its module is not loaded (attaches when it is)";
             else if (h.state == NVMETRACE_HOOK_ABSENT)

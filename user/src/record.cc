@@ -21,6 +21,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <optional>
 
 #include <fmt/core.h>
@@ -80,8 +81,16 @@ std::string sampling_words(uint32_t n) {
 // Hooks asked for that do not run (their function is absent or inlined in
 // this kernel, their module is not loaded, their layout is unknown): their
 // components are merged with their neighbours', never made up.
-void report_hooks(GenlClient& genl) {
+void report_hooks(GenlClient& genl, const std::string& transport) {
     for (const auto& h : genl.get_hooks()) {
+        const std::string_view mod = transport_module(h.name);
+        // another transport's hooks, its module not loaded: nothing to say
+        if (!mod.empty() &&
+            (h.state == NVMETRACE_HOOK_WAITING ||
+             (h.state == NVMETRACE_HOOK_FAILED && h.error == -ENODATA)) &&
+            !std::filesystem::exists(fmt::format("/sys/module/{}", mod)) &&
+            (transport.empty() || !mod.ends_with(transport)))
+            continue;
         const char* why = nullptr;
         switch (h.state) {
             case NVMETRACE_HOOK_WAITING:
@@ -103,6 +112,13 @@ void report_hooks(GenlClient& genl) {
 
 }  // namespace
 
+std::string_view transport_module(std::string_view hook) {
+    for (std::string_view m : {"nvme_tcp", "nvmet_tcp", "nvme_rdma", "nvmet_rdma"})
+        if (hook.starts_with(m) && hook.size() > m.size() && hook[m.size()] == '_')
+            return m;
+    return "";
+}
+
 LayoutNotes fill_layouts(uint32_t role, StartArgs& start) {
     LayoutNotes notes;
     if (role & NVMETRACE_ROLE_TARGET) {
@@ -123,6 +139,21 @@ LayoutNotes fill_layouts(uint32_t role, StartArgs& start) {
             start.tcp_layout = l->offsets;
         else
             notes.tcp_error = btf.error();
+        BtfLayout rdma = BtfLayout::load("nvme_rdma");
+        auto r = rdma.ok() ? rdma.nvme_rdma() : std::nullopt;
+        if (r)
+            start.rdma_layout = r->offsets;
+        else
+            notes.rdma_error = rdma.error();
+    }
+    // nvmet-rdma's hooks read nvmet's fields as well: only with nvmet's layout.
+    if ((role & NVMETRACE_ROLE_TARGET) && !start.layout.empty()) {
+        BtfLayout btf = BtfLayout::load("nvmet_rdma");
+        auto l = btf.ok() ? btf.nvmet_rdma() : std::nullopt;
+        if (l)
+            start.rdmat_layout = l->offsets;
+        else
+            notes.rdmat_error = btf.error();
     }
     return notes;
 }
@@ -187,6 +218,16 @@ int run_record(const RecordOptions& opts) {
     }
     if (!layouts.tcp_error.empty())
         fmt::print(stderr, "nvmetrace: nvme-tcp transport hooks off: {}\n", layouts.tcp_error);
+    // nvme-rdma's and nvmet-rdma's: said when RDMA is asked for or loaded.
+    auto rdma_wanted = [&](const char* module) {
+        return opts.transport == "rdma" ||
+               (opts.transport.empty() &&
+                std::filesystem::exists(fmt::format("/sys/module/{}", module)));
+    };
+    if (!layouts.rdma_error.empty() && rdma_wanted("nvme_rdma"))
+        fmt::print(stderr, "nvmetrace: nvme-rdma transport hooks off: {}\n", layouts.rdma_error);
+    if (!layouts.rdmat_error.empty() && rdma_wanted("nvmet_rdma"))
+        fmt::print(stderr, "nvmetrace: nvmet-rdma transport hooks off: {}\n", layouts.rdmat_error);
 
     RingReader rings = RingReader::open(opts.device_node, status.rings);
     // Whatever an earlier recording left in the rings is not ours.
@@ -238,7 +279,7 @@ int run_record(const RecordOptions& opts) {
 
     install_signals();
     genl.start(start);
-    report_hooks(genl);
+    report_hooks(genl, opts.transport);
     const uint64_t t0 = monotonic_ns();
     fmt::print("nvmetrace: profiling as {}, sampling {}, saving records; Ctrl-C to stop\n",
                meta.role, sampling_words(opts.sample));

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace nvmetrace {
@@ -33,9 +34,14 @@ struct StartArgs;
 struct LayoutNotes {
     std::string nvmet_error;  // target role: nvmet's layout (the role needs it)
     std::string tcp_error;    // host role: nvme-tcp's layout (its hooks need it)
+    std::string rdma_error;   // host role: nvme-rdma's layout (its hooks need it)
+    std::string rdmat_error;  // target role: nvmet-rdma's layout (its hooks need it)
 };
 // Private struct offsets from the running kernel's BTF into start.
 LayoutNotes fill_layouts(uint32_t role, StartArgs& start);
+// The transport module a hook is in, by its function's name ("nvme_rdma"
+// for nvme_rdma_recv_done), or "" for the block, nvme-core and nvmet hooks.
+std::string_view transport_module(std::string_view hook);
 
 struct ReportCommandOptions {
     std::vector<std::string> files;

@@ -359,7 +359,7 @@ Summary Stats::summary(uint64_t duration_ns) const {
             gs.components.push_back(
                 row(l.segments[j].name, 0, l.segments[j].merged, g.segments[j]));
             for (size_t d = 0; d < l.details.size(); d++)
-                if (l.details[d].segment == j)
+                if (l.details[d].segment == j && g.details[d].n)  // recorded for some
                     gs.components.push_back(row(l.details[d].name, 1, false, g.details[d]));
         }
         gs.components.push_back(row("end to end", 0, false, g.e2e));

@@ -157,5 +157,78 @@ TEST_F(FakeBtf, MissingMemberOrModuleIsAClearError) {
     EXPECT_NE(nokernel.error().find("CONFIG_DEBUG_INFO_BTF"), std::string::npos);
 }
 
+// nvmet-rdma's group from a module BTF that carries the RDMA core's structs:
+// offsets in NVMETRACE_L_RDMAT_* order; an embedded struct of another size
+// than its type (a layout nvmetrace does not know) is refused.
+class FakeRdmaBtf : public FakeBtf {
+protected:
+    void build(uint32_t req_size_in_rsp) {
+        btf* base = btf__new_empty();
+        int u16 = btf__add_int(base, "u16", 2, 0);
+        int u32 = btf__add_int(base, "u32", 4, 0);
+        int vptr = btf__add_ptr(base, 0);
+        write(base, "vmlinux");
+        btf* mod = btf__new_empty_split(base);
+        // struct ib_wc { union { u64 wr_id; void *wr_cqe; }; u32 status; ...; void *qp; }
+        int anon = btf__add_union(mod, nullptr, 8);
+        btf__add_field(mod, "wr_id", vptr, 0, 0);
+        btf__add_field(mod, "wr_cqe", vptr, 0, 0);
+        btf__add_struct(mod, "ib_wc", 32);
+        btf__add_field(mod, "", anon, 0, 0);
+        btf__add_field(mod, "status", u32, 64, 0);
+        btf__add_field(mod, "qp", vptr, 192, 0);
+        btf__add_struct(mod, "ib_qp", 64);
+        btf__add_field(mod, "qp_context", vptr, 56 * 8, 0);
+        btf__add_struct(mod, "nvmet_rdma_cmd", 272);
+        btf__add_field(mod, "cqe", vptr, 80 * 8, 0);
+        btf__add_field(mod, "nvme_cmd", vptr, 248 * 8, 0);
+        int sq = btf__add_struct(mod, "nvmet_sq", 280);
+        btf__add_field(mod, "qid", u16, 0, 0);
+        btf__add_struct(mod, "nvmet_rdma_queue", 504);
+        btf__add_field(mod, "nvme_sq", sq, 72 * 8, 0);
+        int req = btf__add_struct(mod, "nvmet_req", 440);
+        btf__add_field(mod, "cmd", vptr, 0, 0);
+        int odd = btf__add_struct(mod, "nvmet_req_old", req_size_in_rsp);
+        btf__add_field(mod, "cmd", vptr, 0, 0);
+        btf__add_struct(mod, "nvmet_rdma_rsp", 656);
+        btf__add_field(mod, "send_cqe", vptr, 16 * 8, 0);
+        btf__add_field(mod, "read_cqe", vptr, 80 * 8, 0);
+        btf__add_field(mod, "req", req_size_in_rsp == 440 ? req : odd, 176 * 8, 0);
+        write(mod, "nvmet_rdma");
+        btf__free(mod);
+        btf__free(base);
+    }
+};
+
+TEST_F(FakeRdmaBtf, NvmetRdmaOffsetsInUapiOrder) {
+    build(440);
+    BtfLayout l = BtfLayout::load("nvmet_rdma", dir_.string());
+    ASSERT_TRUE(l.ok()) << l.error();
+    auto r = l.nvmet_rdma();
+    ASSERT_TRUE(r) << l.error();
+    EXPECT_EQ(r->offsets, (std::vector<uint32_t>{0, 8, 24, 56, 80, 248, 72, 16, 80, 176}));
+    EXPECT_EQ(r->offsets.size(),
+              size_t{NVMETRACE_L_RDMAT_RSP_REQ - NVMETRACE_L_RDMAT_WC_WR_CQE + 1});
+}
+
+TEST_F(FakeRdmaBtf, EmbeddedStructOfAnotherSizeIsRefused) {
+    build(432);
+    BtfLayout l = BtfLayout::load("nvmet_rdma", dir_.string());
+    ASSERT_TRUE(l.ok()) << l.error();
+    EXPECT_FALSE(l.nvmet_rdma());
+    EXPECT_EQ(l.error(), "nvmet_rdma_rsp.req is 432 bytes in this kernel, nvmetrace reads 440");
+    BtfLayout host = BtfLayout::load("nvme_rdma", dir_.string());
+    EXPECT_FALSE(host.ok());
+    EXPECT_NE(host.error().find("module not loaded"), std::string::npos);
+}
+
+TEST(TransportModule, ByTheHooksName) {
+    EXPECT_EQ(transport_module("nvme_rdma_recv_done"), "nvme_rdma");
+    EXPECT_EQ(transport_module("nvmet_rdma_send_done"), "nvmet_rdma");
+    EXPECT_EQ(transport_module("nvme_tcp_try_send"), "nvme_tcp");
+    EXPECT_EQ(transport_module("nvme_setup_cmd"), "");
+    EXPECT_EQ(transport_module("nvmet_req_init"), "");
+}
+
 }  // namespace
 }  // namespace nvmetrace

@@ -123,6 +123,21 @@ enum nvmetrace_event {
 	NVMETRACE_EV_TCP_C2H_RECV	= 67,	/* C2H data PDU received; aux: see below */
 	NVMETRACE_EV_TCP_RSP_RECV	= 68,	/* response capsule received */
 
+	/*
+	 * nvme-rdma host (kmod/hooks_rdma.c).  The send completion may come
+	 * before or after the response.
+	 */
+	NVMETRACE_EV_RDMA_POST_SEND	= 128,	/* command capsule posted (nvme_rdma_post_send) */
+	NVMETRACE_EV_RDMA_SEND_DONE	= 129,	/* its send completed (nvme_rdma_send_done) */
+	NVMETRACE_EV_RDMA_RECV_DONE	= 130,	/* response received (nvme_rdma_recv_done) */
+	NVMETRACE_EV_RDMA_COMPLETE	= 131,	/* nvme_rdma_complete_rq */
+
+	/* nvmet-rdma target (kmod/hooks_rdma.c) */
+	NVMETRACE_EV_RDMAT_RECV		= 160,	/* command capsule received (nvmet_rdma_recv_done) */
+	NVMETRACE_EV_RDMAT_READ_DONE	= 161,	/* RDMA READ of a write's data done */
+	NVMETRACE_EV_RDMAT_RSP_POST	= 162,	/* response (RDMA WRITE of read data + SEND) posted */
+	NVMETRACE_EV_RDMAT_SEND_DONE	= 163,	/* response send completed */
+
 	NVMETRACE_EV_MAX		= 255,
 };
 
@@ -275,7 +290,37 @@ enum nvmetrace_layout_attr {
 	/* further groups start at fixed numbers */
 	NVMETRACE_L_NVMET_TCP_BASE	= 64,	/* nvmet-tcp target group */
 	NVMETRACE_L_NVME_RDMA_BASE	= 96,	/* nvme-rdma host group */
+
+	/*
+	 * nvme-rdma host (/sys/kernel/btf/nvme_rdma, which also carries the
+	 * RDMA core's structs it uses): all of them, or none.
+	 */
+	NVMETRACE_L_RDMA_WC_WR_CQE	= NVMETRACE_L_NVME_RDMA_BASE, /* struct ib_wc.wr_cqe */
+	NVMETRACE_L_RDMA_WC_STATUS,	/* struct ib_wc.status (enum, 4 bytes) */
+	NVMETRACE_L_RDMA_WC_QP,		/* struct ib_wc.qp */
+	NVMETRACE_L_RDMA_QP_CONTEXT,	/* struct ib_qp.qp_context */
+	NVMETRACE_L_RDMA_QE_CQE,	/* struct nvme_rdma_qe.cqe (struct ib_cqe) */
+	NVMETRACE_L_RDMA_QE_DATA,	/* struct nvme_rdma_qe.data (void *) */
+	NVMETRACE_L_RDMA_REQ_SQE,	/* struct nvme_rdma_request.sqe */
+	NVMETRACE_L_RDMA_QUEUE_CTRL,	/* struct nvme_rdma_queue.ctrl */
+	NVMETRACE_L_RDMA_QUEUE_SIZE,	/* sizeof(struct nvme_rdma_queue) */
+	NVMETRACE_L_RDMA_CTRL_QUEUES,	/* struct nvme_rdma_ctrl.queues */
+	NVMETRACE_L_RDMA_CTRL_TAG_SET,	/* struct nvme_rdma_ctrl.tag_set */
+
 	NVMETRACE_L_NVMET_RDMA_BASE	= 128,	/* nvmet-rdma target group */
+
+	/* nvmet-rdma target (/sys/kernel/btf/nvmet_rdma): all, or none */
+	NVMETRACE_L_RDMAT_WC_WR_CQE	= NVMETRACE_L_NVMET_RDMA_BASE, /* struct ib_wc.wr_cqe */
+	NVMETRACE_L_RDMAT_WC_STATUS,	/* struct ib_wc.status (enum, 4 bytes) */
+	NVMETRACE_L_RDMAT_WC_QP,	/* struct ib_wc.qp */
+	NVMETRACE_L_RDMAT_QP_CONTEXT,	/* struct ib_qp.qp_context */
+	NVMETRACE_L_RDMAT_CMD_CQE,	/* struct nvmet_rdma_cmd.cqe */
+	NVMETRACE_L_RDMAT_CMD_NVME_CMD,	/* struct nvmet_rdma_cmd.nvme_cmd */
+	NVMETRACE_L_RDMAT_QUEUE_NVME_SQ, /* struct nvmet_rdma_queue.nvme_sq (struct nvmet_sq) */
+	NVMETRACE_L_RDMAT_RSP_SEND_CQE,	/* struct nvmet_rdma_rsp.send_cqe */
+	NVMETRACE_L_RDMAT_RSP_READ_CQE,	/* struct nvmet_rdma_rsp.read_cqe */
+	NVMETRACE_L_RDMAT_RSP_REQ,	/* struct nvmet_rdma_rsp.req (struct nvmet_req) */
+
 	__NVMETRACE_L_MAX		= 160,
 };
 #define NVMETRACE_L_MAX (__NVMETRACE_L_MAX - 1)
