@@ -6,7 +6,8 @@
       matched, the computed network >= 0 for each, the joined end to end = the host's own
   pair_check.py compare COMPARE.json
       compare A (idle drive) B (competing job on the target's drive): storage moved up,
-      network did not move
+      network did not move up (the busy drive is not blamed on the network; the emulated
+      link's own time does change between runs, sometimes down, and that is said)
   pair_check.py iolog DEV N SAMPLE SEED
       an fio iolog (version 2) of N 4 KiB reads of DEV, half at LBAs the 1-of-SAMPLE
       predicate picks (kmod/sample_core.h), half at LBAs it does not, interleaved: a short
@@ -76,10 +77,11 @@ def check_compare(path):
     s, n = st["storage"], st["network"]
     if s["moved"] != "up":
         fail("compare: storage not flagged as grown: %s" % s)
-    if n["moved"]:
-        fail("compare: network flagged as moved: %s" % n)
-    print("ok   compare    storage %.1f -> %.1f us (moved up), network %.1f -> %.1f us (unmoved)"
-          % (s["a"]["mean_us"], s["b"]["mean_us"], n["a"]["mean_us"], n["b"]["mean_us"]))
+    if n["moved"] == "up":
+        fail("compare: network flagged as grown: %s" % n)
+    print("ok   compare    storage %.1f -> %.1f us (moved up), network %.1f -> %.1f us (%s)"
+          % (s["a"]["mean_us"], s["b"]["mean_us"], n["a"]["mean_us"], n["b"]["mean_us"],
+             "moved down: the emulated link" if n["moved"] else "unmoved"))
 
 
 M64 = (1 << 64) - 1

@@ -25,6 +25,26 @@ double z_for_confidence(double confidence) {
     return (lo + hi) / 2;
 }
 
+double rank_z(const Histogram& a, const Histogram& b) {
+    const double na = static_cast<double>(a.count()), nb = static_cast<double>(b.count());
+    if (na == 0 || nb == 0)
+        return 0;
+    // both histograms' buckets in value order; U_B = sum over B of (A below + ties / 2)
+    std::vector<std::pair<uint64_t, uint64_t>> av, bv;
+    a.for_each_bucket([&](uint64_t low, uint64_t n) { av.emplace_back(low, n); });
+    b.for_each_bucket([&](uint64_t low, uint64_t n) { bv.emplace_back(low, n); });
+    double u = 0, a_below = 0;
+    size_t i = 0;
+    for (const auto& [low, n] : bv) {
+        while (i < av.size() && av[i].first < low)
+            a_below += static_cast<double>(av[i++].second);
+        double ties = i < av.size() && av[i].first == low ? static_cast<double>(av[i].second) : 0;
+        u += static_cast<double>(n) * (a_below + ties / 2);
+    }
+    const double sd = std::sqrt(na * nb * (na + nb + 1) / 12);
+    return (u - na * nb / 2) / sd;
+}
+
 namespace {
 
 StageDelta delta_of(std::string name, std::optional<Moments> a, std::optional<Moments> b,
@@ -37,13 +57,12 @@ StageDelta delta_of(std::string name, std::optional<Moments> a, std::optional<Mo
         return d;
     d.delta_us = b->mean_us - a->mean_us;
     d.ratio = a->mean_us != 0 ? b->mean_us / a->mean_us : 0;
-    if (a->n < 2 || b->n < 2)
+    if (a->n < 2 || b->n < 2 || !a->hist || !b->hist)
         return d;
-    const double se = std::sqrt(a->sd_us * a->sd_us / static_cast<double>(a->n) +
-                                b->sd_us * b->sd_us / static_cast<double>(b->n));
     const double mag = std::fabs(d.delta_us);
-    d.z = se > 0 ? d.delta_us / se : (mag > 0 ? INFINITY * d.delta_us : 0);
-    const bool beyond_noise = std::fabs(d.z) > z;
+    d.z = rank_z(*a->hist, *b->hist);
+    d.a->hist = d.b->hist = nullptr;  // the summaries may go before the result
+    const bool beyond_noise = std::fabs(d.z) > z && (d.z > 0) == (d.delta_us > 0);
     const bool matters =
         mag >= rule.min_change * std::fabs(a->mean_us) && mag >= rule.min_share * a_e2e_us;
     if (beyond_noise && matters)
@@ -56,12 +75,12 @@ GroupDelta group_delta(const GroupSummary& a, const GroupSummary& b, const Compa
     GroupDelta g;
     g.label = a.label == b.label ? a.label : fmt::format("{} -> {}", a.label, b.device);
     g.view = a.view;
-    g.a = {a.n, a.mean_us, a.sd_us};
-    g.b = {b.n, b.mean_us, b.sd_us};
+    g.a = {a.n, a.mean_us, a.sd_us, &a.hist};
+    g.b = {b.n, b.mean_us, b.sd_us, &b.hist};
     auto find = [](const GroupSummary& s, const std::string& name) -> std::optional<Moments> {
         for (const auto& st : s.stages)
             if (st.name == name)
-                return Moments{s.n, st.mean_us, st.sd_us};
+                return Moments{s.n, st.mean_us, st.sd_us, &st.hist};
         return std::nullopt;
     };
     for (const auto& st : a.stages)
@@ -170,8 +189,9 @@ std::string comparison_text(const Comparison& c, const std::string& a_name,
     for (const auto& l : c.only_b)
         out += fmt::format("\nonly in B: {}\n", l);
     out += fmt::format(
-        "\nmoved (**): the means differ by more than {:.2f} standard errors (Welch, {:g} % "
-        "confidence) and by at least {:g} % of A's stage and {:g} % of A's end to end\n",
+        "\nmoved (**): the per-command times differ beyond noise (Mann-Whitney |z| > {:.2f}, "
+        "{:g} % confidence) and the means by at least {:g} % of A's stage and {:g} % of A's "
+        "end to end\n",
         c.z, c.rule.confidence * 100, c.rule.min_change * 100, c.rule.min_share * 100);
     return out;
 }

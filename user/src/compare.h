@@ -8,15 +8,16 @@
 //
 // The rule (documented in README.md and Documentation/design.md): a stage
 // moved when
-//   1. the difference of its means is beyond noise: |B - A| exceeds z times
-//      its standard error sqrt(sA^2/nA + sB^2/nB) (Welch; z from the
-//      two-sided confidence, 99.9 % by default: z = 3.29), computed from the
-//      per-command times, and
-//   2. it matters: |B - A| is at least min_change of A's mean for the stage
-//      (10 %) and at least min_share of A's end to end (2 %).
-// Means of thousands of commands are near-normal whatever the distribution,
-// so (1) holds its confidence; (2) keeps a tiny stage with a tight
-// distribution from being flagged for a change nobody would act on.
+//   1. its per-command times differ beyond noise: the Mann-Whitney rank test
+//      of A's against B's (from the per-stage histograms: values within 0.05 %
+//      share a rank) has |z| above the two-sided confidence's (99.9 % by
+//      default: z = 3.29), in the direction of the means' difference, and
+//   2. it matters: |mean_B - mean_A| is at least min_change of A's mean for
+//      the stage (10 %) and at least min_share of A's end to end (2 %).
+// A rank test, not a test on the means: latencies are skewed and a few
+// stalls make a standard deviation useless, while ranks ignore how far an
+// outlier lies; (2) keeps a tiny stage with a tight distribution from being
+// flagged for a change nobody would act on.
 #pragma once
 
 #include "stats.h"
@@ -41,14 +42,19 @@ double z_for_confidence(double confidence);
 struct Moments {
     uint64_t n = 0;
     double mean_us = 0, sd_us = 0;
+    const Histogram* hist = nullptr;  // the per-command times, for the rank test
 };
+
+// The Mann-Whitney z of B's values against A's (> 0: B's tend to be larger),
+// normal approximation; 0 when either is empty.
+double rank_z(const Histogram& a, const Histogram& b);
 
 struct StageDelta {
     std::string name;
     std::optional<Moments> a, b;  // absent: the stage is not in that run's group
     double delta_us = 0;          // b - a
     double ratio = 0;             // b / a (0 when a's mean is 0)
-    double z = 0;                 // delta / standard error
+    double z = 0;                 // rank test (rank_z), > 0: B larger
     int moved = 0;                // +1 up, -1 down, 0 not beyond noise (or absent)
 };
 

@@ -102,8 +102,9 @@ struct Stats::Group {
     uint64_t size;
     uint64_t bytes = 0;  // sum of sizes
     Accumulator e2e;
-    double e2e_sq = 0;               // sum of squares (us^2), for the standard deviation
-    std::vector<double> stage_sq;    // per stage, likewise
+    double e2e_sq = 0;             // sum of squares (us^2), for the standard deviation
+    std::vector<double> stage_sq;  // per stage, likewise
+    std::vector<Histogram> stage_hist;
     std::vector<int64_t> stage_now;  // scratch: this command's time per stage
     std::vector<Accumulator> segments;
     std::vector<Accumulator> details;
@@ -162,6 +163,7 @@ Stats::Group& Stats::group_for(const Command& cmd) {
             g->label += fmt::format(" (no {})", fmt::join(g->layout.missing, ", "));
         g->segments.resize(g->layout.segments.size());
         g->stage_sq.resize(g->layout.stages.size());
+        g->stage_hist.resize(g->layout.stages.size());
         g->stage_now.resize(g->layout.stages.size());
         g->i_segments.resize(g->layout.segments.size());
         g->details.resize(g->layout.details.size());
@@ -211,6 +213,7 @@ void Stats::add(const Command& cmd) {
     for (size_t st = 0; st < g.stage_now.size(); st++) {
         const double v = static_cast<double>(g.stage_now[st]) / 1e3;
         g.stage_sq[st] += v * v;
+        g.stage_hist[st].add(g.stage_now[st]);
     }
     for (size_t j = 0; j < l.details.size(); j++)
         if (cmd.has(l.details[j].from_slot) && cmd.has(l.details[j].to_slot))
@@ -321,6 +324,7 @@ Summary Stats::summary(uint64_t duration_ns) const {
         gs.p999_us = g.e2e.hist.quantile(0.999) / 1e3;
         gs.avg_qd = gs.rate * gs.mean_us / 1e6;
         gs.sd_us = sample_sd(gs.n, gs.mean_us, g.e2e_sq);
+        gs.hist = g.e2e.hist;
 
         for (size_t st = 0; st < l.stages.size(); st++) {
             int64_t sum = 0;
@@ -336,6 +340,7 @@ Summary Stats::summary(uint64_t duration_ns) const {
             ss.share = g.e2e.sum ? static_cast<double>(sum) / static_cast<double>(g.e2e.sum) : 0;
             ss.avg_qd = gs.rate * ss.mean_us / 1e6;
             ss.sd_us = sample_sd(gs.n, ss.mean_us, g.stage_sq[st]);
+            ss.hist = g.stage_hist[st];
             gs.stages.push_back(std::move(ss));
         }
 

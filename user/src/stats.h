@@ -47,6 +47,14 @@ public:
     // Nearest rank: the smallest value with at least ceil(q * count) values at
     // or below it.  0 when empty.
     double quantile(double q) const;
+    // fn(low, count) for every non-empty bucket, in value order (for rank tests:
+    // two histograms share their buckets).
+    template <class Fn>
+    void for_each_bucket(Fn&& fn) const {
+        for (size_t b = 0; b < counts_.size(); b++)
+            if (counts_[b])
+                fn(bucket_low(b), counts_[b]);
+    }
 
 private:
     static size_t bucket(uint64_t v);
@@ -87,6 +95,7 @@ struct StageSummary {
     double share = 0;   // of the end-to-end mean, 0..1
     double avg_qd = 0;  // commands in this stage on average (Little's law)
     double sd_us = 0;   // standard deviation over the group's commands
+    Histogram hist;     // the per-command times (compare's rank test)
 };
 
 struct ComponentSummary {
@@ -113,6 +122,7 @@ struct GroupSummary {
     double mean_us = 0, p50_us = 0, p99_us = 0, p999_us = 0;
     double avg_qd = 0;  // end to end
     double sd_us = 0;   // of the end to end
+    Histogram hist;     // of the end to end
     std::vector<StageSummary> stages;
     std::vector<ComponentSummary> components;  // path order, then "end to end"
 };

@@ -116,6 +116,42 @@ TEST(Compare, TinyButRealChangeIsNotFlagged) {
     EXPECT_EQ(st.moved, 0);
 }
 
+TEST(Compare, RankTestIgnoresHowFarAnOutlierLies) {
+    // A: 40 commands near 5 ms and one stall of 600 ms; B: 15 near 25 ms.  The
+    // stall makes A's standard deviation 90 ms, yet every B is above every other A.
+    GroupSummary ga, gb;
+    ga.label = gb.label = "read 4KiB nvme0n1";
+    StageSummary sa, sb;
+    sa.name = sb.name = "storage";
+    double sum = 0;
+    for (int i = 0; i < 40; i++) {
+        sa.hist.add(5'000'000 + i * 10'000);
+        sum += 5'000 + i * 10;
+    }
+    sa.hist.add(600'000'000);
+    sum += 600'000;
+    ga.n = 41;
+    sa.mean_us = ga.mean_us = sum / 41;
+    sa.sd_us = 92'000;
+    for (int i = 0; i < 15; i++)
+        sb.hist.add(25'000'000 + i * 100'000);
+    gb.n = 15;
+    sb.mean_us = gb.mean_us = 25'700;
+    sb.sd_us = 450;
+    ga.stages.push_back(sa);
+    gb.stages.push_back(sb);
+    Summary a, b;
+    a.groups.push_back(ga);
+    b.groups.push_back(gb);
+    Comparison c = compare_summaries(a, b);
+    ASSERT_EQ(c.groups.size(), 1u);
+    const StageDelta& st = stage(c.groups[0], "storage");
+    EXPECT_GT(st.z, 4.5);
+    EXPECT_EQ(st.moved, 1);
+    EXPECT_DOUBLE_EQ(rank_z(sa.hist, sa.hist), 0.0);
+    EXPECT_LT(rank_z(sb.hist, sa.hist), -4.5);
+}
+
 TEST(Compare, GroupsWithoutPartnerAreListed) {
     Summary a, b;
     GroupSummary g;

@@ -7,7 +7,7 @@
 # 1-of-100 (whose reads are half at LBAs the predicate picks, half not), the computed
 # network >= 0 for every one, the joined end to end equal to the
 # host's own; and `compare` of an idle drive (A) against the same drive under a competing
-# fio on the target (B) flags storage as grown and network as unmoved.
+# fio on the target (B) flags storage as grown and network not as grown.
 # lane-pair: host=line target=other
 # lane-timeout: 420
 . "$NVMETRACE_SRC/tests/guest/lib.sh"
