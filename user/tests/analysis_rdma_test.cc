@@ -280,8 +280,8 @@ TEST(RdmaJoin, WriteComponentsSumToTheHostsEndToEnd) {
 // Through the Joiner and Stats: every component's mean, and none negative.
 TEST(RdmaJoin, ReportTableForReads) {
     Joiner jn;
-    size_t hs = jn.add_source({Side::host, 1, 0, 0, UINT64_MAX});
-    size_t ts = jn.add_source({Side::target, 1, 0, 0, UINT64_MAX});
+    size_t hs = jn.add_source({Side::host, 1, 0, 0, UINT64_MAX, 0, {}});
+    size_t ts = jn.add_source({Side::target, 1, 0, 0, UINT64_MAX, 0, {}});
     for (uint16_t i = 0; i < 10; i++) {
         jn.add(hs, assemble_one(
                        host_records(1'000'000 + i * 100'000u, i, 1000 + i * 8u, false, kHostRead)));

@@ -67,10 +67,17 @@ GroupSummary seed_group() {
     g.p99_us = 73.54;
     g.p999_us = 74.13;
     g.stages = {
-        {"host driver (SPDK)", StageColumn::host_driver, false, false, 0.11, 0.0017, 0.0016},
-        {"host receive path", StageColumn::host_driver, false, false, 0.06, 0.0009, 0.0009},
-        {"network and target (not recorded)", StageColumn::network, true, false, 66.00, 0.9974,
-         0.99}};
+        {"host driver (SPDK)", StageColumn::host_driver, false, false, 0.11, 0.0017, 0.0016, 0, {}},
+        {"host receive path", StageColumn::host_driver, false, false, 0.06, 0.0009, 0.0009, 0, {}},
+        {"network and target (not recorded)",
+         StageColumn::network,
+         true,
+         false,
+         66.00,
+         0.9974,
+         0.99,
+         0,
+         {}}};
     g.components = {{"host block layer, submission", 0, false, 2999, 0, 0, 0, 0},
                     {"data transfer (RDMA, at the target)", 1, false, 2999, 5.39, 0.08, 5.39, 5.48},
                     {"end to end", 0, false, 2999, 66.17, 0.99, 62.98, 73.54}};
@@ -108,8 +115,15 @@ TEST(Report, DetailMatchesTheSeed) {
     s.sample_n = 100;
     s.groups = {seed_group()};
     s.groups[0].view = View::joined;
-    s.groups[0].stages[2] = {
-        "storage (SPDK bdev, drive)", StageColumn::storage, false, false, 59.27, 0.8957, 0.89};
+    s.groups[0].stages[2] = {"storage (SPDK bdev, drive)",
+                             StageColumn::storage,
+                             false,
+                             false,
+                             59.27,
+                             0.8957,
+                             0.89,
+                             0,
+                             {}};
     AssemblyCounts counts;
     counts.records_host = 2999;
     counts.records_target = 4509;
