@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Checks of the pair scenario (tests/guest/scenarios/50-pair.sh).
+"""Checks of the pair scenario (tests/guest/scenarios/60-pair.sh).
 
   pair_check.py join PHASE REPORT.json HOST-COMMANDS.jsonl
       the joined report of one host and one target recording: every host command

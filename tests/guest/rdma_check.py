@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Checks of an nvme-rdma + nvmet-rdma recording (tests/guest/scenarios/50-rdma.sh).
+"""Checks of an nvme-rdma + nvmet-rdma recording (tests/guest/scenarios/42-rdma.sh).
 
 rdma_check.py REPORT.json COMMANDS.jsonl FTRACE.txt FIO.json...
 

@@ -8,7 +8,7 @@
 // DEVICE with O_DIRECT write_fixed and reads it back into buffer 1 with
 // read_fixed (DEVICE must keep data: null_blk memory_backed=1 behind nvmet),
 // then unregisters, unmaps and checks the mapping count is back to 0.
-// Run by tests/guest/scenarios/50-pool.sh as root with the module loaded with
+// Run by tests/guest/scenarios/70-pool.sh as root with the module loaded with
 // a pool.  Exit 0 = pass, 1 = fail, 77 = skip (no pool).
 #include "genl.h"
 

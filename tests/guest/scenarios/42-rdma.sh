@@ -1,5 +1,5 @@
 #!/bin/bash
-# 50-rdma: nvme-rdma host and nvmet-rdma target over soft-RoCE (rdma_rxe on a veth end) in one
+# 42-rdma: nvme-rdma host and nvmet-rdma target over soft-RoCE (rdma_rxe on a veth end) in one
 # guest.  `probe -t rdma` reports the nvme-rdma hooks waiting for their module before it is
 # loaded and every RDMA hook attached once host and target are up (load: ok).  One recording
 # of both roles (1-of-1) while fio runs 4k random reads, 64k random writes (data pulled by the

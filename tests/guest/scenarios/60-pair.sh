@@ -1,5 +1,5 @@
 #!/bin/bash
-# 50-pair: host and target on two guests (on the 6.1 line: host 6.1, target 6.12; on the
+# 60-pair: host and target on two guests (on the 6.1 line: host 6.1, target 6.12; on the
 # 6.12 line the other way round), linked by a virtio-net NIC; each records on its own
 # and the host joins the two recordings (report HOST TARGET), over nvme-tcp and nvme-rdma
 # (soft-RoCE on the NIC). The target starts recording before the host and stops after it.

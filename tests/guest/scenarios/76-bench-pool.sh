@@ -1,5 +1,5 @@
 #!/bin/bash
-# 51-bench-pool: bench with the module's buffer pool registered as io_uring fixed buffers
+# 76-bench-pool: bench with the module's buffer pool registered as io_uring fixed buffers
 # (mmap of /dev/nvmetrace at NVMETRACE_POOL_MMAP_OFFSET, geometry from the module parameters
 # pool_buf_kb and pool_nr): block and passthrough reads with 0 fallbacks, clear errors when
 # the pool is too small, and the premap proof from a pool buffer (refused on stock kernels).

@@ -1,5 +1,5 @@
 #!/bin/bash
-# 52-dmacost-iommu: `nvmetrace dmacost` on an emulated PCI NVMe namespace behind an
+# 72-dmacost-iommu: `nvmetrace dmacost` on an emulated PCI NVMe namespace behind an
 # emulated Intel IOMMU in translating mode: the IOMMU is reported translating, and every
 # size is measured.
 # lane-qemu: -device intel-iommu,intremap=off

@@ -1,5 +1,5 @@
 #!/bin/bash
-# 50-bench: nvmetrace bench over nvme-tcp loopback through the block device (O_DIRECT) and the
+# 75-bench: nvmetrace bench over nvme-tcp loopback through the block device (O_DIRECT) and the
 # /dev/ng passthrough node: reads and writes with 0 failed commands, CSV + .meta schema
 # (bench_check.py), the scaled-down KV and AISIO profiles (512 B cells skipped on a 4 KiB
 # namespace, with the reason), the premap proof refused on this stock kernel with its errno,

@@ -1,5 +1,5 @@
 #!/bin/bash
-# 53-bench-record: nvmetrace bench --record stores one readable nvmetrace recording per matrix
+# 78-bench-record: nvmetrace bench --record stores one readable nvmetrace recording per matrix
 # cell, named in the CSV; each holds at least the cell's measured commands, and report reads it.
 # lane-timeout: 300
 . "$NVMETRACE_SRC/tests/guest/lib.sh"

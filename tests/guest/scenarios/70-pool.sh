@@ -1,5 +1,5 @@
 #!/bin/bash
-# 50-pool: the premapped-buffer test pool.  Loads that cannot have their pool fail with a
+# 70-pool: the premapped-buffer test pool.  Loads that cannot have their pool fail with a
 # clear line; `nvmetrace pool` shows the numbers; the mmap contract (bad length, offset,
 # flags refused; the mapping outlives close(); rmmod refused while mapped); pool buffers
 # registered as io_uring fixed buffers for O_DIRECT write_fixed/read_fixed on an nvme-tcp

@@ -1,5 +1,5 @@
 #!/bin/bash
-# 52-bench-cpu: bench's busy_cores counts /proc/stat busy time on every CPU outside
+# 77-bench-cpu: bench's busy_cores counts /proc/stat busy time on every CPU outside
 # --target-cpus: a busy loop pinned to a CPU inside the target mask is left out, one outside
 # it is counted (each CPU counts its busy share of its own ticks).  Needs 2+ vCPUs (the lane's default LANE_QEMU_SMP=2).
 # lane-timeout: 240
