@@ -40,8 +40,9 @@ def stage_moves(nt, rec_a, rec_b):
     for g in doc["groups"]:
         for s in g["stages"]:
             if s["moved"]:
-                moved.append({"group": g["label"], "stage": s["name"], "a_us": s["a_mean_us"],
-                              "b_us": s["b_mean_us"], "ratio": s["ratio"]})
+                moved.append({"group": g["label"], "stage": s["name"], "moved": s["moved"],
+                              "a_us": s["a"]["mean_us"] if s["a"] else None,
+                              "b_us": s["b"]["mean_us"] if s["b"] else None, "ratio": s["ratio"]})
     return doc, moved
 
 
@@ -85,7 +86,8 @@ def main():
                       "moved": moved, "compare": doc})
         out["cells"].append(entry)
         fmt = lambda x: "-" if x is None else "%.3f" % x
-        desc = ", ".join("%s %.1f->%.1f us" % (m["stage"], m["a_us"], m["b_us"]) for m in moved) or "none"
+        desc = ", ".join("%s %s (%s -> %s us)" % (m["stage"], m["moved"], fmt(m["a_us"]), fmt(m["b_us"]))
+                         for m in moved) or "none"
         print("%-22s %12.0f %12.0f %7s %7s  %s" % (cell, ia, ib, fmt(entry["iops_ratio"]),
                                                   fmt(entry["cpu_ratio"]), desc))
     if o.json:
