@@ -23,7 +23,8 @@
 set -euo pipefail
 
 SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-OUT="" LABEL=run DEVICE="" RUNTIME=3 SAMPLE=1 KO=""
+# in a lane guest NVMETRACE_KO names the module built for its kernel
+OUT="" LABEL=run DEVICE="" RUNTIME=3 SAMPLE=1 KO=${NVMETRACE_KO:-}
 MATRIX="randread:4k:1 randread:4k:16 randwrite:4k:1 randwrite:64k:4"
 usage() { sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "$0"; exit "${1:-0}"; }
 die() { echo "workload.sh: $*" >&2; exit 2; }
