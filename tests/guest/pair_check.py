@@ -37,18 +37,26 @@ def check_join(label, rep, cmds):
     if j["negative_network"]:
         fail("%s: %d commands with a negative computed network" % (label, j["negative_network"]))
     groups = [g for g in r["groups"] if g["view"] == "joined"]
-    if len(groups) != 1:
-        fail("%s: one joined group expected: %s" % (label, [g["label"] for g in r["groups"]]))
-    g = groups[0]
-    comps = {c["name"]: c for c in g["components"]}
-    net = comps.get("network: wire and NICs (computed)")
-    if not net:
-        fail("%s: no computed network: %s" % (label, list(comps)))
-    for c in g["components"]:
-        if c["negative"]:
-            fail("%s: component %s negative for %d commands" % (label, c["name"], c["negative"]))
-    if net["min_us"] < 0:
-        fail("%s: computed network min %.3f us" % (label, net["min_us"]))
+    if not groups:
+        fail("%s: no joined group: %s" % (label, [(g["label"], g["view"]) for g in r["groups"]]))
+    # one group per path: a command whose io_getevents reap was not recorded (e.g. at the
+    # recording's end) ends at block_rq_complete and forms a group of its own
+    nets = []
+    for g in groups:
+        comps = {c["name"]: c for c in g["components"]}
+        net = comps.get("network: wire and NICs (computed)")
+        if not net:
+            fail("%s: no computed network in %s: %s" % (label, g["label"], list(comps)))
+        for c in g["components"]:
+            if c["negative"]:
+                fail("%s: component %s negative for %d commands" % (label, c["name"], c["negative"]))
+        if net["min_us"] < 0:
+            fail("%s: computed network min %.3f us" % (label, net["min_us"]))
+        nets.append(net)
+    n = sum(g["n"] for g in groups)
+    joined_mean = sum(g["n"] * g["latency_us"]["mean"] for g in groups) / n
+    net = {"mean_us": sum(g["n"] * x["mean_us"] for g, x in zip(groups, nets)) / n,
+           "min_us": min(x["min_us"] for x in nets)}
     e2e = []
     for line in open(cmds):
         c = json.loads(line)
@@ -57,11 +65,11 @@ def check_join(label, rep, cmds):
             # the first to the last of its events: io_submit entry to io_getevents return
             # where libaio's hooks saw it, block_bio_queue to block_rq_complete otherwise
             e2e.append(max(ev.values()) - min(ev.values()))
-    if len(e2e) != g["n"]:
-        fail("%s: joined group has %d commands, the host's recording %d" % (label, g["n"], len(e2e)))
+    if len(e2e) != n:
+        fail("%s: joined groups have %d commands, the host's recording %d" % (label, n, len(e2e)))
     mean = sum(e2e) / len(e2e) / 1000.0
-    if abs(mean - g["latency_us"]["mean"]) > 0.0015:
-        fail("%s: joined end to end %.4f us, the host's %.4f us" % (label, g["latency_us"]["mean"], mean))
+    if abs(mean - joined_mean) > 0.0015:
+        fail("%s: joined end to end %.4f us, the host's %.4f us" % (label, joined_mean, mean))
     print("ok   %-10s %d host commands, all matched (%d target); network mean %.1f us, min %.1f; "
           "e2e %.1f us" % (label, j["host"], j["target"], net["mean_us"], net["min_us"], mean))
 
