@@ -8,7 +8,7 @@
 # (lat) within 2 % once fio's own time in user space (measured with fio's null engine) is
 # added; that time and the stages above the block layer are printed as figures of their own
 # (see tests/guest/accuracy.py).
-# lane-timeout: 400
+# lane-timeout: 600
 . "$NVMETRACE_SRC/tests/guest/lib.sh"
 need_ko
 need_bin
@@ -40,8 +40,10 @@ for rw in randread randwrite; do
 				"$NT" record -r host -r target -s "$s" --seed "$SEED" -o "$d/rec.ntr" \
 					>"$d/record.out" 2>&1 &
 				rec=$!
-				# every hook is attached once the recorder says it is recording
-				wait_for 60 grep -q "Ctrl-C to stop" "$d/record.out" ||
+				# every hook is attached once the recorder says it is recording (attaching
+				# after the previous recording detached can take long under TCG: kprobe
+				# unoptimisation waits for an RCU-tasks grace period)
+				wait_for 180 grep -q "Ctrl-C to stop" "$d/record.out" ||
 					{ cat "$d/record.out"; fail "$label: record did not start"; }
 				fio --name="$label" --filename="/dev/$dev" --ioengine=libaio --direct=1 \
 					--rw="$rw" --bs="$bs" --iodepth="$qd" --size=256m --time_based \
