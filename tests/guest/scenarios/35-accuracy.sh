@@ -40,9 +40,9 @@ for rw in randread randwrite; do
 				"$NT" record -r host -r target -s "$s" --seed "$SEED" -o "$d/rec.ntr" \
 					>"$d/record.out" 2>&1 &
 				rec=$!
-				# every hook is attached once the recorder says it is recording (attaching
-				# after the previous recording detached can take long under TCG: kprobe
-				# unoptimisation waits for an RCU-tasks grace period)
+				# every hook is attached once the recorder says it is recording (once, on
+				# 6.12 under TCG, this took over 60 s after a dozen recordings; cause not
+				# yet known)
 				wait_for 180 grep -q "Ctrl-C to stop" "$d/record.out" ||
 					{ cat "$d/record.out"; fail "$label: record did not start"; }
 				fio --name="$label" --filename="/dev/$dev" --ioengine=libaio --direct=1 \
