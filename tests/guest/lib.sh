@@ -68,9 +68,11 @@ wait_for() {
 	done
 }
 
-nvmet_tcp_setup() {
-	local nqn=${1:-$NVMET_NQN} s p
-	need_module null_blk nvmet nvmet_tcp
+# nvmet_setup TRTYPE ADDR PORT-ID [NQN]: a null_blk-backed subsystem NQN on a port of the
+# transport at ADDR:$NVMET_PORT (the modules: null_blk, nvmet, nvmet_TRTYPE)
+nvmet_setup() {
+	local tr=$1 addr=$2 pid=$3 nqn=${4:-$NVMET_NQN} s p
+	need_module null_blk nvmet "nvmet_$tr"
 	[ -b /dev/nullb0 ] || wait_for 5 test -b /dev/nullb0 || fail "/dev/nullb0 did not appear"
 	[ -d $NVMET_CFG ] || fail "$NVMET_CFG missing (configfs not mounted?)"
 	s=$NVMET_CFG/subsystems/$nqn
@@ -79,15 +81,17 @@ nvmet_tcp_setup() {
 	mkdir "$s/namespaces/1"
 	echo -n /dev/nullb0 >"$s/namespaces/1/device_path"
 	echo 1 >"$s/namespaces/1/enable"
-	p=$NVMET_CFG/ports/1
+	p=$NVMET_CFG/ports/$pid
 	mkdir "$p"
-	echo tcp >"$p/addr_trtype"
+	echo "$tr" >"$p/addr_trtype"
 	echo ipv4 >"$p/addr_adrfam"
-	echo "$NVMET_ADDR" >"$p/addr_traddr"
+	echo "$addr" >"$p/addr_traddr"
 	echo "$NVMET_PORT" >"$p/addr_trsvcid"
-	ln -s "$s" "$p/subsystems/$nqn"
-	log "nvmet: $nqn on tcp $NVMET_ADDR:$NVMET_PORT backed by /dev/nullb0"
+	ln -s "$s" "$p/subsystems/$nqn" || fail "nvmet-$tr port on $addr:$NVMET_PORT refused"
+	log "nvmet: $nqn on $tr $addr:$NVMET_PORT backed by /dev/nullb0"
 }
+
+nvmet_tcp_setup() { nvmet_setup tcp "$NVMET_ADDR" 1 "$@"; }
 
 # the block device (nvmeXnY) of subsystem NQN, if any
 nvme_bdev_of() {
@@ -133,26 +137,7 @@ rxe_setup() {
 	log "soft-RoCE: $RDMA_LINK on $RDMA_NETDEV, $RDMA_ADDR"
 }
 
-nvmet_rdma_setup() {
-	local nqn=${1:-$NVMET_NQN} s p
-	need_module null_blk nvmet nvmet_rdma
-	[ -b /dev/nullb0 ] || wait_for 5 test -b /dev/nullb0 || fail "/dev/nullb0 did not appear"
-	[ -d $NVMET_CFG ] || fail "$NVMET_CFG missing (configfs not mounted?)"
-	s=$NVMET_CFG/subsystems/$nqn
-	mkdir "$s"
-	echo 1 >"$s/attr_allow_any_host"
-	mkdir "$s/namespaces/1"
-	echo -n /dev/nullb0 >"$s/namespaces/1/device_path"
-	echo 1 >"$s/namespaces/1/enable"
-	p=$NVMET_CFG/ports/2
-	mkdir "$p"
-	echo rdma >"$p/addr_trtype"
-	echo ipv4 >"$p/addr_adrfam"
-	echo "$RDMA_ADDR" >"$p/addr_traddr"
-	echo "$NVMET_PORT" >"$p/addr_trsvcid"
-	ln -s "$s" "$p/subsystems/$nqn" || fail "nvmet-rdma port on $RDMA_ADDR:$NVMET_PORT refused"
-	log "nvmet: $nqn on rdma $RDMA_ADDR:$NVMET_PORT backed by /dev/nullb0"
-}
+nvmet_rdma_setup() { nvmet_setup rdma "$RDMA_ADDR" 2 "$@"; }
 
 # nvme_rdma_connect [NQN] [OPTIONS]: OPTIONS are extra fabrics options, e.g. ",nr_io_queues=1"
 nvme_rdma_connect() {
