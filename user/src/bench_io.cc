@@ -787,13 +787,21 @@ RunResult run(const Device& dev, const RunSpec& spec, const std::string& pool_no
     };
     const bool ramp = spec.ramp_s > 0;
     sh.phase.store(ramp ? kRamp : kMeasure);
+    // Without a ramp the measured window opens before the threads are let go, so a thread
+    // whose every I/O fails at once cannot end before it (which made the elapsed time wrap).
+    std::map<int, CpuTicks> cpu0;
+    uint64_t t0 = 0;
+    if (!ramp) {
+        cpu0 = read_proc_stat();
+        t0 = now_ns();
+    }
     sh.go.store(true, std::memory_order_release);
     if (ramp) {
         sleep_until_or_abort(now_ns() + static_cast<uint64_t>(spec.ramp_s * 1e9));
         sh.phase.store(kMeasure);
+        cpu0 = read_proc_stat();
+        t0 = now_ns();
     }
-    const auto cpu0 = read_proc_stat();
-    const uint64_t t0 = now_ns();
     uint64_t t1 = 0;
     std::map<int, CpuTicks> cpu1;
     if (spec.ios == 0) {
@@ -809,6 +817,7 @@ RunResult run(const Device& dev, const RunSpec& spec, const std::string& pool_no
             t1 = std::max(t1, o.end_ns);
         if (!t1)
             t1 = now_ns();
+        t1 = std::max(t1, t0);  // threads that ended in the ramp measured nothing
     }
     for (auto& o : outs)
         if (o.error)
