@@ -2,6 +2,7 @@
 
 #include "join.h"
 #include "synth.h"
+#include "tempdir.h"
 
 #include <unistd.h>
 
@@ -15,14 +16,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct Dir {
-    fs::path path;
-    Dir() {
-        char tmpl[] = "/tmp/nvmetrace-compare-test-XXXXXX";
-        path = mkdtemp(tmpl);
-    }
-    ~Dir() { fs::remove_all(path); }
-    std::string operator/(const std::string& f) const { return (path / f).string(); }
+struct Dir : test::TempDir {
+    Dir() : TempDir("nvmetrace-compare-test") {}
 };
 
 const StageDelta& stage(const GroupDelta& g, const std::string& name) {

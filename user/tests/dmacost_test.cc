@@ -3,6 +3,7 @@
 
 #include "devices.h"
 #include "error.h"
+#include "tempdir.h"
 
 #include <linux/nvmetrace.h>
 #include <stdlib.h>
@@ -33,9 +34,8 @@ TEST(DmaCost, ResolvesMajMinAndSysfsNames) {
     EXPECT_THROW(resolve_block_device("0:5"), Error);
     EXPECT_THROW(resolve_block_device(""), Error);
 
-    char tmpl[] = "/tmp/dmacost_test.XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    const fs::path root = tmpl;
+    const test::TempDir tmp("dmacost_test");  // removed even when an assertion fails
+    const fs::path& root = tmp.root();
     fs::create_directories(root / "class/block/nvme0n1");
     std::ofstream(root / "class/block/nvme0n1/dev") << "259:0\n";
     EXPECT_EQ(resolve_block_device("nvme0n1", root.string()).dev, kernel_dev(259, 0));
@@ -51,7 +51,6 @@ TEST(DmaCost, ResolvesMajMinAndSysfsNames) {
     } catch (const Error& e) {
         EXPECT_THAT(e.what(), HasSubstr("/dev/null: not a block device"));
     }
-    fs::remove_all(root);
 }
 
 DmaCost pci_cost() {

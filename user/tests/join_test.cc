@@ -1,6 +1,7 @@
 #include "join.h"
 
 #include "synth.h"
+#include "tempdir.h"
 
 #include <unistd.h>
 
@@ -14,14 +15,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct Dir {
-    fs::path path;
-    Dir() {
-        char tmpl[] = "/tmp/nvmetrace-join-test-XXXXXX";
-        path = mkdtemp(tmpl);
-    }
-    ~Dir() { fs::remove_all(path); }
-    std::string operator/(const std::string& f) const { return (path / f).string(); }
+struct Dir : test::TempDir {
+    Dir() : TempDir("nvmetrace-join-test") {}
 };
 
 uint64_t unmatched(const std::array<uint64_t, kUnmatchedReasons>& a, Unmatched u) {

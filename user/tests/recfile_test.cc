@@ -4,6 +4,7 @@
 #include "recfile.h"
 
 #include "error.h"
+#include "tempdir.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -32,21 +33,8 @@ namespace {
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 
-// A fresh directory per test, removed afterwards.
-class TempDir {
-public:
-    TempDir() {
-        std::string tmpl = (fs::temp_directory_path() / "recfile_test.XXXXXX").string();
-        if (!mkdtemp(tmpl.data())) {
-            throw std::runtime_error("mkdtemp failed");
-        }
-        dir_ = tmpl;
-    }
-    ~TempDir() { fs::remove_all(dir_); }
-    std::string path(const std::string& name) const { return (dir_ / name).string(); }
-
-private:
-    fs::path dir_;
+struct TempDir : test::TempDir {
+    TempDir() : test::TempDir("recfile_test") {}
 };
 
 // Records shaped like a host recording: commands of six events sharing
