@@ -56,7 +56,10 @@ def main():
                         "%.1f" % b["mean_us"] if b else "-", s["z"]))
         for s, n in found.items():
             if n == 0:
-                problems.append("no group with %s on both sides (>= %d commands each)" % (s, o.min_commands))
+                unpaired = ["A: " + x for x in c["compare"].get("only_a", [])] + \
+                           ["B: " + x for x in c["compare"].get("only_b", [])]
+                problems.append("no group with %s on both sides (>= %d commands each)%s" % (
+                    s, o.min_commands, "; groups on one side only: " + ", ".join(unpaired) if unpaired else ""))
         ups = "; ".join("%s %s: %.1f -> %.1f us" % (g["label"], s["name"], s["a"]["mean_us"], s["b"]["mean_us"])
                         for g in c["compare"]["groups"] for s in g["stages"]
                         if s["name"] in found and s["moved"] == "up")
