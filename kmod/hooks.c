@@ -5,8 +5,8 @@
  * Hooks are tracepoints found by name (built-in ones with
  * for_each_kernel_tracepoint(), ones in nvme-core and nvmet through the
  * tracepoint module notifier, which also replays modules already loaded) and
- * kprobes on nvmet's block backend (re-armed by a module notifier when nvmet
- * comes back).  Nothing needs to be exported by the kernel and the load order
+ * function-entry hooks (an ftrace_ops of their own, ftrace_hook.c, else a
+ * kprobe; re-armed by a module notifier when their module comes back).  Nothing needs to be exported by the kernel and the load order
  * of nvme-core, nvmet and nvmetrace does not matter.
  *
  * Hooks are registered at START and removed at STOP, so an idle nvmetrace
@@ -779,7 +779,7 @@ static int kp_nvmet_bio_done(struct kprobe *kp, struct pt_regs *regs)
 struct nvmetrace_hook {
 	const char *name;	/* tracepoint or function */
 	const char *module;	/* NULL: built in */
-	u32 kind;		/* NVMETRACE_HOOK_* */
+	u32 kind;		/* NVMETRACE_HOOK_*: the mechanism asked for */
 	u32 role;		/* NVMETRACE_ROLE_* it serves */
 	void *probe;		/* tracepoint probe */
 	kprobe_pre_handler_t pre;	/* kprobe handler */
@@ -793,6 +793,8 @@ struct nvmetrace_hook {
 	struct tracepoint *tp;
 	struct kprobe kp;
 	struct kretprobe krp;
+	struct nvmetrace_fhook fh;
+	u32 used;		/* the mechanism attached: NVMETRACE_HOOK_FTRACE or _KPROBE */
 	u32 state;		/* NVMETRACE_HOOK_* state */
 	int err;
 };
@@ -812,45 +814,45 @@ static struct nvmetrace_hook hooks[] = {
 	  NVMETRACE_ROLE_HOST, probe_rq_complete },
 	{ "nvmet_req_init", "nvmet", NVMETRACE_HOOK_TRACEPOINT,
 	  NVMETRACE_ROLE_TARGET, probe_nvmet_init },
-	{ "nvmet_bdev_execute_rw", "nvmet", NVMETRACE_HOOK_KPROBE,
+	{ "nvmet_bdev_execute_rw", "nvmet", NVMETRACE_HOOK_FTRACE,
 	  NVMETRACE_ROLE_TARGET, NULL, kp_nvmet_exec },
-	{ "nvmet_bio_done", "nvmet", NVMETRACE_HOOK_KPROBE,
+	{ "nvmet_bio_done", "nvmet", NVMETRACE_HOOK_FTRACE,
 	  NVMETRACE_ROLE_TARGET, NULL, kp_nvmet_bio_done },
 	{ "nvmet_req_complete", "nvmet", NVMETRACE_HOOK_TRACEPOINT,
 	  NVMETRACE_ROLE_TARGET, probe_nvmet_complete },
 	/* above the block layer: syscalls, files, aio */
-	{ "__x64_sys_io_submit", NULL, NVMETRACE_HOOK_KPROBE, NVMETRACE_ROLE_HOST,
+	{ "__x64_sys_io_submit", NULL, NVMETRACE_HOOK_FTRACE, NVMETRACE_ROLE_HOST,
 	  NULL, kp_submit },
-	{ "blkdev_read_iter", NULL, NVMETRACE_HOOK_KPROBE, NVMETRACE_ROLE_HOST,
+	{ "blkdev_read_iter", NULL, NVMETRACE_HOOK_FTRACE, NVMETRACE_ROLE_HOST,
 	  NULL, kp_file_read },
-	{ "blkdev_write_iter", NULL, NVMETRACE_HOOK_KPROBE, NVMETRACE_ROLE_HOST,
+	{ "blkdev_write_iter", NULL, NVMETRACE_HOOK_FTRACE, NVMETRACE_ROLE_HOST,
 	  NULL, kp_file_write },
-	{ "aio_complete_rw", NULL, NVMETRACE_HOOK_KPROBE, NVMETRACE_ROLE_HOST,
+	{ "aio_complete_rw", NULL, NVMETRACE_HOOK_FTRACE, NVMETRACE_ROLE_HOST,
 	  NULL, kp_aio_complete },
 	{ "do_io_getevents", NULL, NVMETRACE_HOOK_KPROBE, NVMETRACE_ROLE_HOST,
 	  .ret_entry = krp_reap_entry, .ret = krp_reap_return,
 	  .ret_data = sizeof(unsigned long) },
-	{ "nvme_tcp_try_send", "nvme_tcp", NVMETRACE_HOOK_KPROBE,
+	{ "nvme_tcp_try_send", "nvme_tcp", NVMETRACE_HOOK_FTRACE,
 	  NVMETRACE_ROLE_HOST, NULL, kp_tcp_try_send, .needs = NEEDS_TCP_HOST },
-	{ "nvme_tcp_recv_skb", "nvme_tcp", NVMETRACE_HOOK_KPROBE,
+	{ "nvme_tcp_recv_skb", "nvme_tcp", NVMETRACE_HOOK_FTRACE,
 	  NVMETRACE_ROLE_HOST, NULL, kp_tcp_recv_skb, .needs = NEEDS_TCP_HOST },
 	/* nvme-rdma host */
-	{ "nvme_rdma_post_send", "nvme_rdma", NVMETRACE_HOOK_KPROBE,
+	{ "nvme_rdma_post_send", "nvme_rdma", NVMETRACE_HOOK_FTRACE,
 	  NVMETRACE_ROLE_HOST, NULL, kp_rdma_post_send, .needs = NEEDS_RDMA_HOST },
-	{ "nvme_rdma_send_done", "nvme_rdma", NVMETRACE_HOOK_KPROBE,
+	{ "nvme_rdma_send_done", "nvme_rdma", NVMETRACE_HOOK_FTRACE,
 	  NVMETRACE_ROLE_HOST, NULL, kp_rdma_send_done, .needs = NEEDS_RDMA_HOST },
-	{ "nvme_rdma_recv_done", "nvme_rdma", NVMETRACE_HOOK_KPROBE,
+	{ "nvme_rdma_recv_done", "nvme_rdma", NVMETRACE_HOOK_FTRACE,
 	  NVMETRACE_ROLE_HOST, NULL, kp_rdma_recv_done, .needs = NEEDS_RDMA_HOST },
-	{ "nvme_rdma_complete_rq", "nvme_rdma", NVMETRACE_HOOK_KPROBE,
+	{ "nvme_rdma_complete_rq", "nvme_rdma", NVMETRACE_HOOK_FTRACE,
 	  NVMETRACE_ROLE_HOST, NULL, kp_rdma_complete_rq },
 	/* nvmet-rdma target */
-	{ "nvmet_rdma_recv_done", "nvmet_rdma", NVMETRACE_HOOK_KPROBE,
+	{ "nvmet_rdma_recv_done", "nvmet_rdma", NVMETRACE_HOOK_FTRACE,
 	  NVMETRACE_ROLE_TARGET, NULL, kp_rdmat_recv_done, .needs = NEEDS_RDMA_TARGET },
-	{ "nvmet_rdma_read_data_done", "nvmet_rdma", NVMETRACE_HOOK_KPROBE,
+	{ "nvmet_rdma_read_data_done", "nvmet_rdma", NVMETRACE_HOOK_FTRACE,
 	  NVMETRACE_ROLE_TARGET, NULL, kp_rdmat_read_done, .needs = NEEDS_RDMA_TARGET },
-	{ "nvmet_rdma_queue_response", "nvmet_rdma", NVMETRACE_HOOK_KPROBE,
+	{ "nvmet_rdma_queue_response", "nvmet_rdma", NVMETRACE_HOOK_FTRACE,
 	  NVMETRACE_ROLE_TARGET, NULL, kp_rdmat_queue_response },
-	{ "nvmet_rdma_send_done", "nvmet_rdma", NVMETRACE_HOOK_KPROBE,
+	{ "nvmet_rdma_send_done", "nvmet_rdma", NVMETRACE_HOOK_FTRACE,
 	  NVMETRACE_ROLE_TARGET, NULL, kp_rdmat_send_done, .needs = NEEDS_RDMA_TARGET },
 	/* probe_test_symbol: named at load, or unused (name NULL) */
 	{ NULL, NULL, NVMETRACE_HOOK_KPROBE,
@@ -922,6 +924,16 @@ static void kp_attach(struct nvmetrace_hook *h)
 
 	if (h->state == NVMETRACE_HOOK_ATTACHED)
 		return;
+	if (h->kind == NVMETRACE_HOOK_FTRACE) {
+		ret = nvmetrace_fhook_attach(&h->fh, h->name, h->pre);
+		if (!ret) {
+			h->used = NVMETRACE_HOOK_FTRACE;
+			h->state = NVMETRACE_HOOK_ATTACHED;
+			h->err = 0;
+			return;
+		}
+		/* not ftrace-able here (or absent): a kprobe is tried instead */
+	}
 	if (h->ret) {
 		memset(&h->krp, 0, sizeof(h->krp));
 		h->krp.kp.symbol_name = h->name;
@@ -949,6 +961,7 @@ static void kp_attach(struct nvmetrace_hook *h)
 		h->err = ret;
 		return;
 	}
+	h->used = NVMETRACE_HOOK_KPROBE;
 	h->state = NVMETRACE_HOOK_ATTACHED;
 	h->err = 0;
 }
@@ -958,7 +971,9 @@ static void kp_detach(struct nvmetrace_hook *h)
 {
 	if (h->state != NVMETRACE_HOOK_ATTACHED)
 		return;
-	if (h->ret)
+	if (h->used == NVMETRACE_HOOK_FTRACE)
+		nvmetrace_fhook_detach(&h->fh);
+	else if (h->ret)
 		unregister_kretprobe(&h->krp);
 	else
 		unregister_kprobe(&h->kp);
@@ -1006,8 +1021,10 @@ static struct notifier_block tp_module_nb = {
 };
 
 /*
- * Kprobes in a module: arm them once the module is live, drop them when it
- * goes (the kprobe core marks them gone; unregistering releases our side).
+ * Kprobes and ftrace hooks in a module: arm them once the module is live,
+ * drop them when it goes (the kprobe core marks them gone; unregistering
+ * releases our side; an ftrace hook's filter, which holds the function's
+ * address, is freed before the module's text is).
  */
 static int module_notify(struct notifier_block *nb, unsigned long val, void *data)
 {
@@ -1018,7 +1035,7 @@ static int module_notify(struct notifier_block *nb, unsigned long val, void *dat
 		return NOTIFY_DONE;
 	mutex_lock(&hooks_lock);
 	for (h = hooks; h < hooks + ARRAY_SIZE(hooks); h++) {
-		if (h->kind != NVMETRACE_HOOK_KPROBE || !h->module ||
+		if (h->kind == NVMETRACE_HOOK_TRACEPOINT || !h->module ||
 		    strcmp(h->module, mod->name) || !hook_wanted(h))
 			continue;
 		if (val == MODULE_STATE_LIVE) {
@@ -1156,7 +1173,7 @@ int nvmetrace_hooks_start(const struct nvmetrace_config *c,
 		}
 		if (!hook_wanted(h))
 			continue;
-		if (h->kind == NVMETRACE_HOOK_KPROBE) {
+		if (h->kind != NVMETRACE_HOOK_TRACEPOINT) {
 			kp_attach(h);
 		} else if (!h->module) {
 			for_each_kernel_tracepoint(match_builtin_tp, h);
@@ -1195,7 +1212,7 @@ void nvmetrace_hooks_stop(void)
 		return;
 	}
 	for (h = hooks; h < hooks + ARRAY_SIZE(hooks); h++) {
-		if (h->kind == NVMETRACE_HOOK_KPROBE)
+		if (h->kind != NVMETRACE_HOOK_TRACEPOINT)
 			kp_detach(h);
 		else
 			tp_detach(h);
@@ -1247,7 +1264,8 @@ int nvmetrace_hooks_dump(struct sk_buff *skb, struct netlink_callback *cb)
 		nest = nla_nest_start(skb, NVMETRACE_A_HOOK);
 		if (!nest ||
 		    nla_put_string(skb, NVMETRACE_A_HOOK_NAME, h->name) ||
-		    nla_put_u32(skb, NVMETRACE_A_HOOK_KIND, h->kind) ||
+		    nla_put_u32(skb, NVMETRACE_A_HOOK_KIND,
+				h->state == NVMETRACE_HOOK_ATTACHED ? h->used : h->kind) ||
 		    nla_put_u32(skb, NVMETRACE_A_HOOK_STATE, h->state) ||
 		    nla_put_s32(skb, NVMETRACE_A_HOOK_ERROR, h->err) ||
 		    nla_put_u32(skb, NVMETRACE_A_ROLE, h->role)) {

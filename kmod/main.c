@@ -21,10 +21,20 @@
 #define NVMETRACE_RING_KB_MIN	4		/* 85 records -> 64 */
 #define NVMETRACE_RING_KB_MAX	(1024 * 1024)	/* 1 GiB per CPU */
 
-static unsigned int ring_kb = 1024;
+/*
+ * The default ring: 4 MiB per CPU (65536 records, ~2.5k commands with every
+ * hook at 1 of 1: a recorder kept off a busy CPU for a while loses less),
+ * but at most 64 MiB for all possible CPUs together and at least 1 MiB each.
+ * The rings are allocated at load, idle or not.
+ */
+#define NVMETRACE_RING_KB_DEFAULT_MAX	4096
+#define NVMETRACE_RING_KB_DEFAULT_MIN	1024
+#define NVMETRACE_RING_KB_DEFAULT_TOTAL	(64 * 1024)
+
+static unsigned int ring_kb;
 module_param(ring_kb, uint, 0444);
 MODULE_PARM_DESC(ring_kb,
-		 "record bytes per CPU ring, in KiB, rounded down to a power-of-two record count (default 1024)");
+		 "record bytes per CPU ring, in KiB, rounded down to a power-of-two record count (default 0: 4096, less when 64 MiB does not cover every possible CPU, not under 1024)");
 
 struct nvmetrace_dev nvmetrace_dev = {
 	.ctl_lock	= __MUTEX_INITIALIZER(nvmetrace_dev.ctl_lock),
@@ -37,6 +47,11 @@ static int __init nvmetrace_init(void)
 	u32 nr_recs;
 	int err;
 
+	if (!ring_kb)
+		ring_kb = clamp_t(unsigned int,
+				  NVMETRACE_RING_KB_DEFAULT_TOTAL / num_possible_cpus(),
+				  NVMETRACE_RING_KB_DEFAULT_MIN,
+				  NVMETRACE_RING_KB_DEFAULT_MAX);
 	if (ring_kb < NVMETRACE_RING_KB_MIN || ring_kb > NVMETRACE_RING_KB_MAX) {
 		pr_err("ring_kb=%u is outside [%u, %u]\n", ring_kb,
 		       NVMETRACE_RING_KB_MIN, NVMETRACE_RING_KB_MAX);

@@ -16,6 +16,8 @@
 #ifndef NVMETRACE_H
 #define NVMETRACE_H
 
+#include <linux/ftrace.h>
+#include <linux/kprobes.h>
 #include <linux/mutex.h>
 #include <linux/percpu.h>
 #include <linux/irqflags.h>
@@ -208,6 +210,22 @@ int nvmetrace_hooks_start(const struct nvmetrace_config *cfg,
 			  struct netlink_ext_ack *extack);
 void nvmetrace_hooks_stop(void);
 int nvmetrace_hooks_dump(struct sk_buff *skb, struct netlink_callback *cb);
+
+/*
+ * ftrace_hook.c: a function-entry hook through an ftrace_ops of its own,
+ * calling a kprobe pre-handler (with NULL for its kprobe) on the argument
+ * registers.  attach/detach: process context, may sleep, serialized by the
+ * caller.  attach returns -ENOENT when no ftrace-able function has the name.
+ */
+struct nvmetrace_fhook {
+	struct ftrace_ops ops;
+	kprobe_pre_handler_t pre;
+	bool attached;
+};
+
+int nvmetrace_fhook_attach(struct nvmetrace_fhook *fh, const char *name,
+			   kprobe_pre_handler_t pre);
+void nvmetrace_fhook_detach(struct nvmetrace_fhook *fh);
 
 /*
  * The producer, for the probes: any context but NMI, never sleeps, allocates,

@@ -122,6 +122,8 @@ one_run() {
 		[ -f "$RESULTS/hooks-$c.txt" ] || {
 			echo "# kprobes (/sys/kernel/debug/kprobes/list)"
 			cat /sys/kernel/debug/kprobes/list 2>&1
+			echo "# ftrace-hooked functions ($T/enabled_functions)"
+			cat $T/enabled_functions 2>&1
 			echo "# nvmetrace status"
 			"$NT" status 2>&1
 		} >"$RESULTS/hooks-$c.txt"

@@ -132,7 +132,10 @@ int run_probe(const ProbeOptions& opts) {
             else if (h.state == NVMETRACE_HOOK_FAILED)
                 note = fmt::format("attach failed: error {}", h.error);
             fmt::print("  {:<6} {:<28} {:<10} {}\n", state_word(state), h.name,
-                       h.kind == NVMETRACE_HOOK_KPROBE ? "kprobe" : "tracepoint", note);
+                       h.kind == NVMETRACE_HOOK_FTRACE   ? "ftrace"
+                       : h.kind == NVMETRACE_HOOK_KPROBE ? "kprobe"
+                                                         : "tracepoint",
+                       note);
             if (state == NVMETRACE_HOOK_FAILED || state == NVMETRACE_HOOK_ABSENT)
                 ok = false;
         }

@@ -1,6 +1,7 @@
 #!/bin/bash
 # 15-probe: `nvmetrace probe` tells the truth: with nvme-core not loaded its hooks wait for
-# it; with the target set up every target hook attaches (nvmet's layout from BTF); a hook
+# it; with the target set up every target hook attaches (nvmet's layout from BTF), the
+# function-entry ones through ftrace (the do_io_getevents kretprobe as a kprobe); a hook
 # on a function that does not exist (module parameter probe_test_symbol) is reported absent
 # and probe fails; nothing stays attached afterwards.
 # lane-timeout: 90
@@ -23,6 +24,11 @@ for h in nvme_setup_cmd nvme_complete_rq nvmet_req_init nvmet_bdev_execute_rw nv
 	grep -qE "^  ok +$h " "$RESULTS/both.txt" || fail "$h not attached"
 done
 grep -q 'nvmet layout from BTF: ok' "$RESULTS/both.txt" || fail "no nvmet layout"
+# function-entry hooks say how they attached: through ftrace, where the function is ftrace-able
+for h in nvmet_bdev_execute_rw nvmet_bio_done blkdev_read_iter aio_complete_rw; do
+	grep -qE "^  ok +$h +ftrace" "$RESULTS/both.txt" || fail "$h not reported attached through ftrace"
+done
+grep -qE '^  ok +do_io_getevents +kprobe' "$RESULTS/both.txt" || fail "do_io_getevents (a kretprobe) not reported as a kprobe"
 grep -q '  load: ok' "$RESULTS/both.txt" || fail "load not ok"
 $NT status --json | jq -e '.state == "idle"' >/dev/null || fail "probe left the module recording"
 rmmod nvmetrace || fail "rmmod failed"

@@ -442,6 +442,7 @@ enum nvmetrace_state {
 enum nvmetrace_hook_kind {
 	NVMETRACE_HOOK_TRACEPOINT	= 1,
 	NVMETRACE_HOOK_KPROBE		= 2,
+	NVMETRACE_HOOK_FTRACE		= 3,	/* an ftrace_ops on the function's entry */
 };
 
 enum nvmetrace_hook_state {

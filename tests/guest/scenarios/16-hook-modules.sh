@@ -1,0 +1,78 @@
+#!/bin/bash
+# 16-hook-modules: the function-entry hooks are ftrace ops of their own (not kprobes), and one
+# whose module goes away while recording lets go of it and comes back with it. While
+# `nvmetrace record -r host` runs: nvme_tcp's functions are in tracefs' enabled_functions and
+# not in the kprobe list, and their trampoline calls nvmetrace's callback directly (no
+# ftrace_ops_assist_func in between); after the host disconnects and nvme_tcp is removed
+# they are gone from both; after nvme_tcp is loaded again and the host reconnects they are
+# back, and the recording survives a fio run. After the recording neither enabled_functions
+# nor the kprobe list holds any of them (nor the do_io_getevents kretprobe).
+# (Records of the reconnected namespace are not checked: the recording's device list,
+# fixed at START, names the old controller's path disk.)
+# lane-timeout: 240
+. "$NVMETRACE_SRC/tests/guest/lib.sh"
+need_ko
+need_bin
+NT=$NVMETRACE_BIN
+T=/sys/kernel/tracing
+EF=$T/enabled_functions
+KL=/sys/kernel/debug/kprobes/list
+[ -r $EF ] || fail "no $EF (tracefs not mounted?)"
+[ -r $KL ] || mount -t debugfs none /sys/kernel/debug 2>/dev/null || true
+
+nvmet_tcp_setup
+dev=$(nvme_tcp_connect)
+insmod "$NVMETRACE_KO" || fail "insmod failed"
+
+# hooked FUNCTION: its line in enabled_functions (empty when not hooked through ftrace)
+hooked() { grep -E "^$1( |$)" $EF || true; }
+kprobed() { grep -E " $1(\+0x0)?( |$)" $KL 2>/dev/null || true; }
+
+"$NT" record -r host -s 1 -o "$RESULTS/rec.ntr" >"$RESULTS/record.out" 2>&1 &
+REC=$!
+trap 'kill -INT $REC 2>/dev/null || true' EXIT
+wait_for 60 grep -q 'profiling as' "$RESULTS/record.out" || { cat "$RESULTS/record.out"; fail "record did not start"; }
+cp $EF "$RESULTS/enabled-1.txt"
+cat $KL >"$RESULTS/kprobes-1.txt" 2>/dev/null || true
+for f in nvme_tcp_try_send nvme_tcp_recv_skb blkdev_read_iter aio_complete_rw __x64_sys_io_submit; do
+	[ -n "$(hooked $f)" ] || fail "$f is not in $EF while recording"
+	[ -z "$(kprobed $f)" ] || fail "$f has a kprobe: $(kprobed $f)"
+	hooked $f | grep -q -- '->fhook_entry' ||
+		fail "$f's trampoline does not call nvmetrace's callback directly: $(hooked $f)"
+done
+log "hooked through ftrace: $(grep -cE '^(nvme_tcp_|blkdev_|aio_complete_rw|__x64_sys_io_submit)' $EF) functions"
+
+# the host's transport module goes away while recording
+nvme_disconnect_all
+modprobe -r nvme_tcp || fail "cannot remove nvme_tcp while recording"
+[ ! -d /sys/module/nvme_tcp ] || fail "nvme_tcp still loaded"
+cp $EF "$RESULTS/enabled-2.txt"
+! grep -q nvme_tcp_ $EF || fail "nvme_tcp functions still in $EF after the module went: $(grep nvme_tcp_ $EF)"
+[ -n "$(hooked blkdev_read_iter)" ] || fail "blkdev_read_iter lost its hook with nvme_tcp"
+kill -0 $REC || fail "record died when nvme_tcp went away"
+
+# ... and comes back
+modprobe nvme_tcp || fail "cannot load nvme_tcp again"
+dev=$(nvme_tcp_connect)
+wait_for 20 grep -q '^nvme_tcp_try_send' $EF || fail "nvme_tcp_try_send not hooked again after nvme_tcp came back"
+cp $EF "$RESULTS/enabled-3.txt"
+[ -n "$(hooked nvme_tcp_recv_skb)" ] || fail "nvme_tcp_recv_skb not hooked again"
+[ -z "$(kprobed nvme_tcp_try_send)" ] || fail "nvme_tcp_try_send came back as a kprobe"
+run_fio rd --filename="/dev/$dev" --ioengine=libaio --direct=1 --rw=randread --bs=4k \
+	--iodepth=1 --size=4m --io_size=2m || fail "fio failed"
+trap - EXIT
+kill -INT $REC
+wait $REC || { cat "$RESULTS/record.out"; fail "record failed"; }
+fio_check rd
+
+# nothing left behind
+cp $EF "$RESULTS/enabled-4.txt"
+! grep -qE '^(nvme_tcp_|blkdev_read_iter|blkdev_write_iter|aio_complete_rw|__x64_sys_io_submit)' $EF ||
+	fail "hooks left in $EF after the recording: $(cat $EF)"
+! grep -qE 'nvme_tcp_|blkdev_read_iter|do_io_getevents' $KL 2>/dev/null ||
+	fail "kprobes left after the recording: $(cat $KL)"
+grep -q 'written to' "$RESULTS/record.out" || { cat "$RESULTS/record.out"; fail "record wrote no file"; }
+rmmod nvmetrace || fail "rmmod failed"
+nvme_disconnect_all
+nvmet_teardown
+log "done"
