@@ -40,6 +40,7 @@
 #include <linux/uaccess.h>
 #include <linux/uio.h>
 #include <linux/tracepoint.h>
+#include <net/sock.h>
 #include <net/genetlink.h>
 #include <trace/events/block.h>
 #include <asm/syscall.h>
@@ -768,6 +769,154 @@ static int kp_nvmet_bio_done(struct kprobe *kp, struct pt_regs *regs)
 
 /* nvme-rdma host and nvmet-rdma target hooks */
 #include "hooks_rdma.c"
+/* -------------------------------------------------- nvmet-tcp target */
+
+/*
+ * nvmet-tcp's per-PDU functions are static, and most of them are inlined in
+ * one kernel or both (nvmet_tcp_done_recv_pdu, nvmet_tcp_handle_h2c_data_pdu,
+ * nvmet_setup_c2h_data_pdu and nvmet_setup_r2t_pdu in both; nvmet_try_send_r2t,
+ * nvmet_try_send_data_pdu and nvmet_try_send_response in 6.1: nm of both
+ * nvmet-tcp.ko).  The hooks sit on functions that exist in both:
+ *
+ *  - nvmet_tcp_data_ready(sk), the socket's sk_data_ready callback (softirq,
+ *    or the socket owner in release_sock()): notes when data last arrived on
+ *    the queue's socket, in tcpt_arrivals[].  It cannot sample (nothing is
+ *    parsed yet), so it only stores a timestamp.
+ *  - nvmet_tcp_map_data(cmd), called right after nvmet_req_init() for every
+ *    command that carries data: TCPT_CMD_RECV, aux = that arrival time.
+ *  - nvmet_tcp_queue_response(req) (nvmet_tcp_ops.queue_response): for a
+ *    write that still waits for its data, the R2T is queued: TCPT_R2T_SEND.
+ *  - nvmet_tcp_build_pdu_iovec(cmd): the receive of data is set up, for an
+ *    H2C data PDU whose header is in queue->pdu (TCPT_H2C_RECV, once per
+ *    PDU) or for in-capsule data (TCPT_DATA_RECV).
+ *
+ * Each samples on the command's LBA before it reads anything else.  The
+ * private fields come from BTF (struct nvmetrace_tcpt_layout); these hooks
+ * are refused without them.  Commands are preallocated with their queue, and
+ * every hook runs while its command is in flight.
+ */
+#define TCPT_OFF(name) NVMETRACE_TCPT_OFF(&cfg.layout, name)
+
+/*
+ * The last data arrival per queue socket.  A queue hashes to one entry;
+ * two queues on one entry overwrite each other, and a reader that finds
+ * another queue there records no arrival.  The writer clears the owner
+ * around the timestamp, so a reader that sees the same owner before and
+ * after reading it has a timestamp of that queue.  O(1), no lock.
+ */
+#define NVMETRACE_TCPT_ARRIVAL_BITS	6
+struct nvmetrace_tcpt_arrival {
+	const void *queue;
+	u64 ts;
+};
+static struct nvmetrace_tcpt_arrival tcpt_arrivals[1 << NVMETRACE_TCPT_ARRIVAL_BITS];
+
+static __always_inline struct nvmetrace_tcpt_arrival *tcpt_arrival(const void *queue)
+{
+	return &tcpt_arrivals[hash_ptr((void *)queue, NVMETRACE_TCPT_ARRIVAL_BITS)];
+}
+
+/* kprobe at nvmet_tcp_data_ready(struct sock *sk); sk_user_data is the queue */
+static int kp_tcpt_data_ready(struct kprobe *kp, struct pt_regs *regs)
+{
+	const struct sock *sk = (const struct sock *)regs_get_kernel_argument(regs, 0);
+	const void *queue = READ_ONCE(sk->sk_user_data);
+	struct nvmetrace_tcpt_arrival *a;
+
+	if (!queue)
+		return 0;
+	a = tcpt_arrival(queue);
+	WRITE_ONCE(a->queue, NULL);
+	smp_wmb();
+	WRITE_ONCE(a->ts, ktime_get_ns());
+	smp_wmb();
+	WRITE_ONCE(a->queue, queue);
+	return 0;
+}
+
+/* When data last arrived on queue's socket, 0: not known. */
+static __always_inline u64 tcpt_arrived(const void *queue)
+{
+	const struct nvmetrace_tcpt_arrival *a = tcpt_arrival(queue);
+	u64 ts;
+
+	if (READ_ONCE(a->queue) != queue)
+		return 0;
+	smp_rmb();
+	ts = READ_ONCE(a->ts);
+	smp_rmb();
+	return READ_ONCE(a->queue) == queue ? ts : 0;
+}
+
+/* req's NVMe command if it is a sampled read or write, else NULL: first test */
+static __always_inline const struct nvme_command *tcpt_sampled(const void *req)
+{
+	const struct nvme_command *c =
+		FIELD_AT(const struct nvme_command *, req, cfg.layout.req_cmd);
+	u8 op = c->common.opcode;
+
+	if (op != nvme_cmd_read && op != nvme_cmd_write)
+		return NULL;
+	return nvmetrace_sampled(le64_to_cpu(c->rw.slba)) ? c : NULL;
+}
+
+/* kprobe at nvmet_tcp_map_data(struct nvmet_tcp_cmd *cmd) */
+static int kp_tcpt_map_data(struct kprobe *kp, struct pt_regs *regs)
+{
+	const char *cmd = (const char *)regs_get_kernel_argument(regs, 0);
+	const void *req = cmd + TCPT_OFF(CMD_REQ);
+	const struct nvme_command *c = tcpt_sampled(req);
+	u64 arrived;
+
+	if (!c)
+		return 0;
+	arrived = tcpt_arrived(FIELD_AT(const void *, cmd, TCPT_OFF(CMD_QUEUE)));
+	if (arrived)
+		target_event(NVMETRACE_EV_TCPT_CMD_RECV, req, c, arrived);
+	return 0;
+}
+
+/* kprobe at nvmet_tcp_queue_response(struct nvmet_req *req) */
+static int kp_tcpt_queue_response(struct kprobe *kp, struct pt_regs *regs)
+{
+	const char *req = (const char *)regs_get_kernel_argument(regs, 0);
+	const struct nvme_command *c = tcpt_sampled(req);
+	const struct nvme_completion *cqe;
+	u32 done;
+
+	if (!c || c->common.opcode != nvme_cmd_write)
+		return 0;
+	/* nvmet_tcp_need_data_in(): a write short of its data, no error */
+	cqe = FIELD_AT(const struct nvme_completion *, req, cfg.layout.req_cqe);
+	done = FIELD_AT(u32, req - TCPT_OFF(CMD_REQ), TCPT_OFF(CMD_RBYTES_DONE));
+	if (cqe->status || done >= FIELD_AT(u32, req, TCPT_OFF(REQ_TRANSFER_LEN)))
+		return 0;	/* its response, not an R2T */
+	target_event(NVMETRACE_EV_TCPT_R2T_SEND, req, c, done);
+	return 0;
+}
+
+/* kprobe at nvmet_tcp_build_pdu_iovec(struct nvmet_tcp_cmd *cmd) */
+static int kp_tcpt_build_pdu_iovec(struct kprobe *kp, struct pt_regs *regs)
+{
+	const char *cmd = (const char *)regs_get_kernel_argument(regs, 0);
+	const void *req = cmd + TCPT_OFF(CMD_REQ);
+	const struct nvme_command *c = tcpt_sampled(req);
+	const struct nvme_tcp_hdr *hdr;
+	u32 len;
+
+	if (!c)
+		return 0;
+	hdr = (const void *)(FIELD_AT(const char *, cmd, TCPT_OFF(CMD_QUEUE)) +
+			     TCPT_OFF(QUEUE_PDU));
+	len = FIELD_AT(u32, cmd, TCPT_OFF(CMD_PDU_LEN));
+	if (READ_ONCE(hdr->type) == nvme_tcp_h2c_data)
+		target_event(NVMETRACE_EV_TCPT_H2C_RECV, req, c,
+			     FIELD_AT(u32, cmd, TCPT_OFF(CMD_RBYTES_DONE)) |
+			     (u64)len << NVMETRACE_H2C_AUX_LEN_SHIFT);
+	else
+		target_event(NVMETRACE_EV_TCPT_DATA_RECV, req, c, len);
+	return 0;
+}
 
 /* ------------------------------------------------------------ the table */
 
@@ -775,6 +924,7 @@ static int kp_nvmet_bio_done(struct kprobe *kp, struct pt_regs *regs)
 #define NEEDS_TCP_HOST		(1u << 0)	/* cfg.layout.tcp */
 #define NEEDS_RDMA_HOST		(1u << 2)	/* cfg.layout.rdma */
 #define NEEDS_RDMA_TARGET	(1u << 3)	/* cfg.layout.rdmat */
+#define NEEDS_TCP_TARGET	(1u << 1)	/* cfg.layout.tcpt (and nvmet's) */
 
 struct nvmetrace_hook {
 	const char *name;	/* tracepoint or function */
@@ -852,6 +1002,15 @@ static struct nvmetrace_hook hooks[] = {
 	  NVMETRACE_ROLE_TARGET, NULL, kp_rdmat_queue_response },
 	{ "nvmet_rdma_send_done", "nvmet_rdma", NVMETRACE_HOOK_KPROBE,
 	  NVMETRACE_ROLE_TARGET, NULL, kp_rdmat_send_done, .needs = NEEDS_RDMA_TARGET },
+	/* nvmet-tcp target */
+	{ "nvmet_tcp_data_ready", "nvmet_tcp", NVMETRACE_HOOK_KPROBE,
+	  NVMETRACE_ROLE_TARGET, NULL, kp_tcpt_data_ready, .needs = NEEDS_TCP_TARGET },
+	{ "nvmet_tcp_map_data", "nvmet_tcp", NVMETRACE_HOOK_KPROBE,
+	  NVMETRACE_ROLE_TARGET, NULL, kp_tcpt_map_data, .needs = NEEDS_TCP_TARGET },
+	{ "nvmet_tcp_queue_response", "nvmet_tcp", NVMETRACE_HOOK_KPROBE,
+	  NVMETRACE_ROLE_TARGET, NULL, kp_tcpt_queue_response, .needs = NEEDS_TCP_TARGET },
+	{ "nvmet_tcp_build_pdu_iovec", "nvmet_tcp", NVMETRACE_HOOK_KPROBE,
+	  NVMETRACE_ROLE_TARGET, NULL, kp_tcpt_build_pdu_iovec, .needs = NEEDS_TCP_TARGET },
 	/* probe_test_symbol: named at load, or unused (name NULL) */
 	{ NULL, NULL, NVMETRACE_HOOK_KPROBE,
 	  NVMETRACE_ROLE_HOST | NVMETRACE_ROLE_TARGET, NULL, kp_test_noop },
@@ -871,6 +1030,8 @@ MODULE_PARM_DESC(probe_test_symbol,
 static u32 layout_have(void)
 {
 	return (cfg.layout.tcp.valid ? NEEDS_TCP_HOST : 0) |
+	       (cfg.layout.rdma.valid ? NEEDS_RDMA_HOST : 0) |
+	       (cfg.layout.tcpt.valid && cfg.layout.valid ? NEEDS_TCP_TARGET : 0) |
 	       (cfg.layout.rdma.valid ? NEEDS_RDMA_HOST : 0) |
 	       (cfg.layout.rdmat.valid ? NEEDS_RDMA_TARGET : 0);
 }
@@ -1105,6 +1266,29 @@ static int check_rdma_layout(const struct nvmetrace_layout *l)
 	return 0;
 }
 
+/* The nvmet-tcp group: aligned for its type, members inside their struct. */
+static int check_tcpt_layout(const struct nvmetrace_layout *l)
+{
+	const u32 cmd_size = NVMETRACE_TCPT_OFF(l, CMD_SIZE);
+	const u32 queue_size = NVMETRACE_TCPT_OFF(l, QUEUE_SIZE);
+
+	if (!l->tcpt.valid)
+		return 0;
+	if (!cmd_size || !queue_size ||
+	    NVMETRACE_TCPT_OFF(l, CMD_QUEUE) % 8 ||
+	    NVMETRACE_TCPT_OFF(l, CMD_QUEUE) + 8 > cmd_size ||
+	    NVMETRACE_TCPT_OFF(l, CMD_REQ) % 8 ||
+	    NVMETRACE_TCPT_OFF(l, CMD_REQ) >= cmd_size ||
+	    NVMETRACE_TCPT_OFF(l, CMD_RBYTES_DONE) % 4 ||
+	    NVMETRACE_TCPT_OFF(l, CMD_RBYTES_DONE) + 4 > cmd_size ||
+	    NVMETRACE_TCPT_OFF(l, CMD_PDU_LEN) % 4 ||
+	    NVMETRACE_TCPT_OFF(l, CMD_PDU_LEN) + 4 > cmd_size ||
+	    NVMETRACE_TCPT_OFF(l, QUEUE_PDU) + sizeof(struct nvme_tcp_hdr) > queue_size ||
+	    NVMETRACE_TCPT_OFF(l, REQ_TRANSFER_LEN) % 4)
+		return -EINVAL;
+	return 0;
+}
+
 /* ctl_lock held, nothing recording (see nvmetrace.h) */
 int nvmetrace_hooks_start(const struct nvmetrace_config *c,
 			  struct netlink_ext_ack *extack)
@@ -1130,6 +1314,10 @@ int nvmetrace_hooks_start(const struct nvmetrace_config *c,
 			       "implausible nvme-rdma or nvmet-rdma layout (NVMETRACE_L_RDMA*_*), or nvmet-rdma's without nvmet's");
 		return -EINVAL;
 	}
+	if (check_tcpt_layout(&c->layout)) {
+		NL_SET_ERR_MSG(extack, "implausible nvmet-tcp layout (NVMETRACE_L_NVMET_TCP_*)");
+		return -EINVAL;
+	}
 
 	mutex_lock(&hooks_lock);
 	if (recording) {
@@ -1137,6 +1325,8 @@ int nvmetrace_hooks_start(const struct nvmetrace_config *c,
 		NL_SET_ERR_MSG(extack, "already recording");
 		return -EBUSY;
 	}
+	/* no hook runs: the last recording's arrivals are not this one's */
+	memset(tcpt_arrivals, 0, sizeof(tcpt_arrivals));
 	cfg = *c;
 	memset(uiocbs, 0, sizeof(uiocbs));
 	atomic_set(&uiocbs_live, 0);
