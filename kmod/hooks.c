@@ -517,6 +517,24 @@ static __always_inline u16 tcp_queue_qid(const void *queue, const void **ctrl)
 	return ((const char *)queue - queues) / TCP_OFF(QUEUE_SIZE);
 }
 
+/* Whether queue is the admin queue (ctrl->queues[0]); no division. */
+static __always_inline bool tcp_queue_is_admin(const void *queue)
+{
+	const void *ctrl = FIELD_AT(const void *, queue, TCP_OFF(QUEUE_CTRL));
+
+	return !ctrl || FIELD_AT(const void *, ctrl, TCP_OFF(CTRL_QUEUES)) == queue;
+}
+
+/*
+ * The sampling predicate on a request's LBA: the first thing the nvme-tcp
+ * hooks test once they hold a request, so that a command that is not sampled
+ * costs a few loads and one hash.
+ */
+static __always_inline bool tcp_rq_sampled(struct request *rq)
+{
+	return nvmetrace_sampled(sector_to_lba(rq->q, blk_rq_pos(rq)));
+}
+
 static __always_inline void tcp_rq_event(u16 event, struct request *rq, u64 aux)
 {
 	if (blk_mq_rq_state(rq) != MQ_RQ_IN_FLIGHT)
@@ -555,24 +573,67 @@ static __always_inline const void *tcp_next_send(const void *queue)
 	return NULL;	/* empty, or too long to follow here */
 }
 
-/* kprobe at nvme_tcp_try_send(struct nvme_tcp_queue *queue) */
+/*
+ * kprobe at nvme_tcp_try_send(struct nvme_tcp_queue *queue).  It runs
+ * several times per command (from queue_rq and from every io_work round),
+ * so the common cases leave early: nothing to send, the middle of a send, a
+ * state without a PDU to note, then the sampling predicate.
+ */
 static int kp_tcp_try_send(struct kprobe *kp, struct pt_regs *regs)
 {
 	const void *queue = (const void *)regs_get_kernel_argument(regs, 0);
-	const void *ctrl, *req;
+	struct request *rq;
+	const void *req;
 	u32 state;
 
-	if (!tcp_queue_qid(queue, &ctrl))
-		return 0;	/* admin queue: its async event request has no struct request */
 	req = tcp_next_send(queue);
 	if (!req || FIELD_AT(size_t, req, TCP_OFF(REQ_OFFSET)))
 		return 0;	/* nothing to send, or the rest of a partial send */
 	state = FIELD_AT(u32, req, TCP_OFF(REQ_STATE));
-	if (state == NVMETRACE_TCP_SEND_CMD_PDU)
-		tcp_rq_event(NVMETRACE_EV_TCP_CMD_SEND, blk_mq_rq_from_pdu((void *)req), 0);
-	else if (state == NVMETRACE_TCP_SEND_H2C_PDU)
-		tcp_rq_event(NVMETRACE_EV_TCP_H2C_SEND, blk_mq_rq_from_pdu((void *)req), 0);
+	if (state != NVMETRACE_TCP_SEND_CMD_PDU && state != NVMETRACE_TCP_SEND_H2C_PDU)
+		return 0;
+	if (tcp_queue_is_admin(queue))
+		return 0;	/* its async event request has no struct request */
+	rq = blk_mq_rq_from_pdu((void *)req);
+	if (!tcp_rq_sampled(rq))
+		return 0;
+	tcp_rq_event(state == NVMETRACE_TCP_SEND_CMD_PDU ? NVMETRACE_EV_TCP_CMD_SEND :
+		     NVMETRACE_EV_TCP_H2C_SEND, rq, 0);
 	return 0;
+}
+
+/*
+ * len bytes of skb at pos: in place when they lie in the linear part or in
+ * one page fragment (the common case, no copy), else copied into buf by
+ * skb_copy_bits().  NULL when the skb is shorter.
+ */
+static __always_inline const u8 *tcp_skb_peek(const struct sk_buff *skb, size_t pos,
+					      u8 *buf, size_t len)
+{
+	const struct skb_shared_info *sh = skb_shinfo(skb);
+	size_t head = skb_headlen(skb);
+	int i;
+
+	if (pos + len <= head)
+		return skb->data + pos;
+	if (pos >= head) {
+		size_t off = pos - head;
+
+		for (i = 0; i < sh->nr_frags; i++) {
+			const skb_frag_t *f = &sh->frags[i];
+			size_t fl = skb_frag_size(f);
+
+			if (off < fl) {
+				const u8 *p = off + len <= fl ? skb_frag_address_safe(f) : NULL;
+
+				if (p)
+					return p + off;
+				break;
+			}
+			off -= fl;
+		}
+	}
+	return skb_copy_bits(skb, pos, buf, len) ? NULL : buf;
 }
 
 /* One received PDU header (the first 24 bytes, enough for each type). */
@@ -613,7 +674,7 @@ static __always_inline void tcp_recv_pdu(struct blk_mq_tags *tags, const u8 *h)
 	if (tag >= tags->nr_tags)
 		return;
 	rq = READ_ONCE(tags->rqs[tag]);
-	if (rq)
+	if (rq && tcp_rq_sampled(rq))
 		tcp_rq_event(event, rq, aux);
 }
 
@@ -673,12 +734,13 @@ static int kp_tcp_recv_skb(struct kprobe *kp, struct pt_regs *regs)
 			pos += NVME_TCP_DIGEST_LENGTH;
 	}
 	for (i = 0; i < NVMETRACE_TCP_SKB_PDUS_MAX && pos + sizeof(h) <= end; i++) {
+		const u8 *p = tcp_skb_peek(skb, pos, h, sizeof(h));
 		u32 plen;
 
-		if (skb_copy_bits(skb, pos, h, sizeof(h)))
+		if (!p)
 			return 0;
-		tcp_recv_pdu(tags, h);
-		plen = le32_to_cpu(((struct nvme_tcp_hdr *)h)->plen);
+		tcp_recv_pdu(tags, p);
+		plen = le32_to_cpu(((const struct nvme_tcp_hdr *)p)->plen);
 		if (plen < sizeof(h))
 			return 0;	/* not a PDU we know: stop parsing */
 		pos += plen;
