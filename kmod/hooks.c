@@ -951,7 +951,7 @@ static int kp_tcpt_queue_response(struct kprobe *kp, struct pt_regs *regs)
 	/* nvmet_tcp_need_data_in(): a write short of its data, no error */
 	cqe = FIELD_AT(const struct nvme_completion *, req, cfg.layout.req_cqe);
 	done = FIELD_AT(u32, req - TCPT_OFF(CMD_REQ), TCPT_OFF(CMD_RBYTES_DONE));
-	if (cqe->status || done >= FIELD_AT(u32, req, TCPT_OFF(REQ_TRANSFER_LEN)))
+	if (cqe->status || done >= FIELD_AT(size_t, req, TCPT_OFF(REQ_TRANSFER_LEN)))
 		return 0;	/* its response, not an R2T */
 	target_event(NVMETRACE_EV_TCPT_R2T_SEND, req, c, done);
 	return 0;
@@ -1346,7 +1346,7 @@ static int check_tcpt_layout(const struct nvmetrace_layout *l)
 	    NVMETRACE_TCPT_OFF(l, CMD_PDU_LEN) % 4 ||
 	    NVMETRACE_TCPT_OFF(l, CMD_PDU_LEN) + 4 > cmd_size ||
 	    NVMETRACE_TCPT_OFF(l, QUEUE_PDU) + sizeof(struct nvme_tcp_hdr) > queue_size ||
-	    NVMETRACE_TCPT_OFF(l, REQ_TRANSFER_LEN) % 4)
+	    NVMETRACE_TCPT_OFF(l, REQ_TRANSFER_LEN) % 8)
 		return -EINVAL;
 	return 0;
 }

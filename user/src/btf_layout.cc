@@ -223,7 +223,7 @@ std::optional<NvmetTcpLayout> BtfLayout::nvmet_tcp() {
         {"nvmet_tcp_cmd", "queue", 8},       {"nvmet_tcp_cmd", "req", 0},
         {"nvmet_tcp_cmd", "rbytes_done", 4}, {"nvmet_tcp_cmd", "pdu_len", 4},
         {"nvmet_tcp_cmd", nullptr, 0},       {"nvmet_tcp_queue", "pdu", 0},
-        {"nvmet_tcp_queue", nullptr, 0},     {"nvmet_req", "transfer_len", 4},
+        {"nvmet_tcp_queue", nullptr, 0},     {"nvmet_req", "transfer_len", 8},
     };
     static_assert(std::size(wants) == NVMETRACE_L_NVMET_TCP_LAST - NVMETRACE_L_NVMET_TCP_BASE + 1);
     NvmetTcpLayout out;

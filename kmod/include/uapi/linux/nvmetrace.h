@@ -321,7 +321,7 @@ enum nvmetrace_layout_attr {
 	NVMETRACE_L_NVMET_TCP_CMD_SIZE,	/* sizeof(struct nvmet_tcp_cmd) */
 	NVMETRACE_L_NVMET_TCP_QUEUE_PDU, /* struct nvmet_tcp_queue.pdu */
 	NVMETRACE_L_NVMET_TCP_QUEUE_SIZE, /* sizeof(struct nvmet_tcp_queue) */
-	NVMETRACE_L_NVMET_TCP_REQ_TRANSFER_LEN, /* struct nvmet_req.transfer_len (u32) */
+	NVMETRACE_L_NVMET_TCP_REQ_TRANSFER_LEN, /* struct nvmet_req.transfer_len (size_t) */
 	NVMETRACE_L_NVMET_TCP_LAST	= NVMETRACE_L_NVMET_TCP_REQ_TRANSFER_LEN,
 
 	/*
