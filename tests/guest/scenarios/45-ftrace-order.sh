@@ -4,7 +4,11 @@
 # nvmet:nvmet_req_init and nvmet:nvmet_req_complete with trace_clock mono (nvmetrace's clock).
 # For a sample of commands, found in both by (qid, cid, and the LBA where the event has it),
 # the order of the four events is the same in both, and each nvmetrace timestamp is within a
-# tolerance of ftrace's (ftrace prints microseconds).
+# tolerance of ftrace's (ftrace prints microseconds). nvmetrace's nvmet-tcp events of those
+# commands (the command's arrival on the target's socket, R2T, in-capsule and H2C data; the
+# workload mixes 4k writes in the capsule and 64k writes after an R2T) fall where they must
+# against ftrace's nvmet_req_init and nvmet_req_complete: the arrival before nvmet_req_init,
+# the others between the two.
 # lane-timeout: 240
 . "$NVMETRACE_SRC/tests/guest/lib.sh"
 need_ko
@@ -32,7 +36,7 @@ done
 rec=$!
 sleep 0.5
 echo 1 >"$T/tracing_on"
-run_fio rd --filename="/dev/$dev" --ioengine=libaio --direct=1 --rw=randrw --bs=4k \
+run_fio rd --filename="/dev/$dev" --ioengine=libaio --direct=1 --rw=randrw --bssplit=4k/70:64k/30 \
 	--iodepth=4 --size=64m --time_based --runtime=2 || fail "fio failed"
 echo 0 >"$T/tracing_on"
 kill -INT $rec
@@ -99,6 +103,12 @@ if not host or not target:
 tkey = collections.defaultdict(list)
 for t in target:
     tkey[(t["qid"], t["cid"], t["lba"])].append(t)
+TCPT_ARRIVAL = "nvmet_tcp_data_ready (command arrival)"
+TCPT = {TCPT_ARRIVAL, "nvmet_tcp_queue_response (R2T)",
+        "nvmet_tcp_build_pdu_iovec (in-capsule data)", "nvmet_tcp_build_pdu_iovec (H2C data)"}
+tcpt_seen = collections.Counter()
+def ft_of(pairs):
+    return dict(pairs)
 random.seed(1)
 sample = random.sample(host, min(300, len(host)))
 checked, maxdiff, pairs = 0, 0, 0
@@ -124,6 +134,24 @@ for h in sample:
                  % (e, c["qid"], c["cid"], c["lba"], ts, TOL_NS // 1000))
         maxdiff = max(maxdiff, abs(f - ts))
         theirs.append((e, f))
+    if t and "nvmet_req_init" in ft_of(theirs) and "nvmet_req_complete" in ft_of(theirs):
+        # nvmet-tcp events against the kernel's own nvmet events of this command, up to the
+        # distance between nvmetrace's and ftrace's probe of the same tracepoint (+1 us:
+        # ftrace prints microseconds)
+        f = ft_of(theirs)
+        te = t["events"]
+        s_init = abs(f["nvmet_req_init"] - te["nvmet_req_init"]) + 1000
+        s_done = abs(f["nvmet_req_complete"] - te.get("nvmet_req_complete", f["nvmet_req_complete"])) + 1000
+        for e, ts in te.items():
+            if e not in TCPT:
+                continue
+            ok = (ts <= f["nvmet_req_init"] + s_init if e == TCPT_ARRIVAL else
+                  f["nvmet_req_init"] - s_init <= ts <= f["nvmet_req_complete"] + s_done)
+            if not ok:
+                fail("qid %d cid %d lba %d: %s at %d, ftrace nvmet_req_init %d, "
+                     "nvmet_req_complete %d" % (t["qid"], t["cid"], t["lba"], e, ts,
+                                                f["nvmet_req_init"], f["nvmet_req_complete"]))
+            tcpt_seen[e] += 1
     ord_ours = [e for e, ts, c in sorted(ours, key=lambda x: x[1])]
     # ftrace's microseconds may tie: a tie agrees with either order
     ft = dict(theirs)
@@ -134,8 +162,13 @@ for h in sample:
     checked += 1
 if checked < min(50, len(host)) or pairs < checked * 0.9:
     fail("only %d commands checked, %d with their target side" % (checked, pairs))
+for e in sorted(TCPT):
+    if not tcpt_seen[e]:
+        fail("no %s among the commands checked" % e)
 print("ok   %d commands (%d with their target side): same order as ftrace; largest timestamp "
       "difference %.1f us; %d ftrace events" % (checked, pairs, maxdiff / 1000, n))
+print("ok   nvmet-tcp events where ftrace's nvmet events put them: %s"
+      % ", ".join("%s %d" % (e, tcpt_seen[e]) for e in sorted(TCPT)))
 PY
 rmmod nvmetrace || fail "rmmod failed"
 nvme_disconnect_all
