@@ -40,7 +40,10 @@ run() {
 	"$NVMETRACE_BIN" record -r host -r target -s 1 -o "$RESULTS/$name.ntr" \
 		>"$RESULTS/$name.record.out" 2>&1 &
 	rec=$!
-	sleep 1
+	# fio starts once the recording has (a loaded machine can take seconds)
+	wait_for 60 grep -q "profiling as" "$RESULTS/$name.record.out" ||
+		fail "$name: the recorder did not start"
+	sleep 0.5
 	run_fio "$name" --filename="/dev/$dev" --ioengine=libaio --direct=1 --iodepth=1 \
 		--time_based --runtime=1 "$@" || fail "fio $name failed"
 	sleep 0.2
