@@ -951,6 +951,46 @@ TEST(TcpJoin, ArrivalAfterInitIsDropped) {
     EXPECT_EQ(j.shown[3].first, "target driver, submission");
 }
 
+// A target-only nvmet-tcp write (no host recording): its path starts at the
+// command's arrival on the socket and tiles arrival to nvmet_req_complete,
+// through the R2T and the H2C data.
+TEST(TcpTarget, TargetOnlyWriteStartsAtTheArrival) {
+    DeviceTable devices;
+    devices.add_target_namespace(1, "nvmet nsid 1", 512);
+    std::vector<Command> out;
+    Assembler ta(devices, [&](const Command& c) { out.push_back(c); });
+    const uint16_t cid = 0x2003;
+    const uint64_t lba = 100;
+    const std::tuple<uint16_t, uint64_t, uint64_t> evs[] = {
+        {NVMETRACE_EV_NVMET_INIT, 10'000, 1},    {NVMETRACE_EV_TCPT_CMD_RECV, 10'100, 9'000},
+        {NVMETRACE_EV_TCPT_R2T_SEND, 10'500, 0}, {NVMETRACE_EV_TCPT_H2C_RECV, 20'000, 0},
+        {NVMETRACE_EV_NVMET_EXEC, 21'000, 0},    {NVMETRACE_EV_NVMET_BIO_DONE, 30'000, 0},
+        {NVMETRACE_EV_NVMET_COMPLETE, 31'000, 0}};
+    for (auto [ev, ts, aux] : evs) {
+        auto r = target(ev, ts, cid, lba, 8, aux);
+        r.opcode = 0x01;
+        r.flags |= NVMETRACE_REC_WRITE;
+        ta.push(r);
+    }
+    ta.finish();
+    ASSERT_EQ(out.size(), 1u);
+    const Command& c = out[0];
+    EXPECT_EQ(view_of(c), View::target_only);
+    EXPECT_EQ(c.at(slot(NVMETRACE_EV_TCPT_CMD_RECV)), 9'000u);
+    const Layout l = layout_for(View::target_only,
+                                layout_key(View::target_only, c.present, kComponents), kComponents);
+    EXPECT_TRUE(l.complete());
+    Rows got;
+    for (const auto& sg : l.segments)
+        got.emplace_back(sg.name, static_cast<int64_t>(c.at(sg.to_slot) - c.at(sg.from_slot)));
+    EXPECT_EQ(got, (Rows{{"network: target receive path", 1000},
+                         {"target driver, submission", 500},
+                         {"network: R2T to H2C data (wire and host)", 9500},
+                         {"network: target receive path, H2C data", 1000},
+                         {"storage: target block layer and drive", 9000},
+                         {"target driver, completion", 1000}}));
+}
+
 TEST(Join, CommandIdReuseIsResolvedByOrderWithinTheQueue) {
     Joiner jn;
     size_t hs = jn.add_source({Side::host, 1, 0, 0, UINT64_MAX, 0, {}});
