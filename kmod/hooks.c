@@ -40,6 +40,7 @@
 #include <linux/uaccess.h>
 #include <linux/uio.h>
 #include <linux/tracepoint.h>
+#include <net/sock.h>
 #include <net/genetlink.h>
 #include <trace/events/block.h>
 #include <asm/syscall.h>
@@ -516,6 +517,24 @@ static __always_inline u16 tcp_queue_qid(const void *queue, const void **ctrl)
 	return ((const char *)queue - queues) / TCP_OFF(QUEUE_SIZE);
 }
 
+/* Whether queue is the admin queue (ctrl->queues[0]); no division. */
+static __always_inline bool tcp_queue_is_admin(const void *queue)
+{
+	const void *ctrl = FIELD_AT(const void *, queue, TCP_OFF(QUEUE_CTRL));
+
+	return !ctrl || FIELD_AT(const void *, ctrl, TCP_OFF(CTRL_QUEUES)) == queue;
+}
+
+/*
+ * The sampling predicate on a request's LBA: the first thing the nvme-tcp
+ * hooks test once they hold a request, so that a command that is not sampled
+ * costs a few loads and one hash.
+ */
+static __always_inline bool tcp_rq_sampled(struct request *rq)
+{
+	return nvmetrace_sampled(sector_to_lba(rq->q, blk_rq_pos(rq)));
+}
+
 static __always_inline void tcp_rq_event(u16 event, struct request *rq, u64 aux)
 {
 	if (blk_mq_rq_state(rq) != MQ_RQ_IN_FLIGHT)
@@ -554,24 +573,67 @@ static __always_inline const void *tcp_next_send(const void *queue)
 	return NULL;	/* empty, or too long to follow here */
 }
 
-/* kprobe at nvme_tcp_try_send(struct nvme_tcp_queue *queue) */
+/*
+ * kprobe at nvme_tcp_try_send(struct nvme_tcp_queue *queue).  It runs
+ * several times per command (from queue_rq and from every io_work round),
+ * so the common cases leave early: nothing to send, the middle of a send, a
+ * state without a PDU to note, then the sampling predicate.
+ */
 static int kp_tcp_try_send(struct kprobe *kp, struct pt_regs *regs)
 {
 	const void *queue = (const void *)regs_get_kernel_argument(regs, 0);
-	const void *ctrl, *req;
+	struct request *rq;
+	const void *req;
 	u32 state;
 
-	if (!tcp_queue_qid(queue, &ctrl))
-		return 0;	/* admin queue: its async event request has no struct request */
 	req = tcp_next_send(queue);
 	if (!req || FIELD_AT(size_t, req, TCP_OFF(REQ_OFFSET)))
 		return 0;	/* nothing to send, or the rest of a partial send */
 	state = FIELD_AT(u32, req, TCP_OFF(REQ_STATE));
-	if (state == NVMETRACE_TCP_SEND_CMD_PDU)
-		tcp_rq_event(NVMETRACE_EV_TCP_CMD_SEND, blk_mq_rq_from_pdu((void *)req), 0);
-	else if (state == NVMETRACE_TCP_SEND_H2C_PDU)
-		tcp_rq_event(NVMETRACE_EV_TCP_H2C_SEND, blk_mq_rq_from_pdu((void *)req), 0);
+	if (state != NVMETRACE_TCP_SEND_CMD_PDU && state != NVMETRACE_TCP_SEND_H2C_PDU)
+		return 0;
+	if (tcp_queue_is_admin(queue))
+		return 0;	/* its async event request has no struct request */
+	rq = blk_mq_rq_from_pdu((void *)req);
+	if (!tcp_rq_sampled(rq))
+		return 0;
+	tcp_rq_event(state == NVMETRACE_TCP_SEND_CMD_PDU ? NVMETRACE_EV_TCP_CMD_SEND :
+		     NVMETRACE_EV_TCP_H2C_SEND, rq, 0);
 	return 0;
+}
+
+/*
+ * len bytes of skb at pos: in place when they lie in the linear part or in
+ * one page fragment (the common case, no copy), else copied into buf by
+ * skb_copy_bits().  NULL when the skb is shorter.
+ */
+static __always_inline const u8 *tcp_skb_peek(const struct sk_buff *skb, size_t pos,
+					      u8 *buf, size_t len)
+{
+	const struct skb_shared_info *sh = skb_shinfo(skb);
+	size_t head = skb_headlen(skb);
+	int i;
+
+	if (pos + len <= head)
+		return skb->data + pos;
+	if (pos >= head) {
+		size_t off = pos - head;
+
+		for (i = 0; i < sh->nr_frags; i++) {
+			const skb_frag_t *f = &sh->frags[i];
+			size_t fl = skb_frag_size(f);
+
+			if (off < fl) {
+				const u8 *p = off + len <= fl ? skb_frag_address_safe(f) : NULL;
+
+				if (p)
+					return p + off;
+				break;
+			}
+			off -= fl;
+		}
+	}
+	return skb_copy_bits(skb, pos, buf, len) ? NULL : buf;
 }
 
 /* One received PDU header (the first 24 bytes, enough for each type). */
@@ -612,7 +674,7 @@ static __always_inline void tcp_recv_pdu(struct blk_mq_tags *tags, const u8 *h)
 	if (tag >= tags->nr_tags)
 		return;
 	rq = READ_ONCE(tags->rqs[tag]);
-	if (rq)
+	if (rq && tcp_rq_sampled(rq))
 		tcp_rq_event(event, rq, aux);
 }
 
@@ -672,12 +734,13 @@ static int kp_tcp_recv_skb(struct kprobe *kp, struct pt_regs *regs)
 			pos += NVME_TCP_DIGEST_LENGTH;
 	}
 	for (i = 0; i < NVMETRACE_TCP_SKB_PDUS_MAX && pos + sizeof(h) <= end; i++) {
+		const u8 *p = tcp_skb_peek(skb, pos, h, sizeof(h));
 		u32 plen;
 
-		if (skb_copy_bits(skb, pos, h, sizeof(h)))
+		if (!p)
 			return 0;
-		tcp_recv_pdu(tags, h);
-		plen = le32_to_cpu(((struct nvme_tcp_hdr *)h)->plen);
+		tcp_recv_pdu(tags, p);
+		plen = le32_to_cpu(((const struct nvme_tcp_hdr *)p)->plen);
 		if (plen < sizeof(h))
 			return 0;	/* not a PDU we know: stop parsing */
 		pos += plen;
@@ -768,6 +831,154 @@ static int kp_nvmet_bio_done(struct kprobe *kp, struct pt_regs *regs)
 
 /* nvme-rdma host and nvmet-rdma target hooks */
 #include "hooks_rdma.c"
+/* -------------------------------------------------- nvmet-tcp target */
+
+/*
+ * nvmet-tcp's per-PDU functions are static, and most of them are inlined in
+ * one kernel or both (nvmet_tcp_done_recv_pdu, nvmet_tcp_handle_h2c_data_pdu,
+ * nvmet_setup_c2h_data_pdu and nvmet_setup_r2t_pdu in both; nvmet_try_send_r2t,
+ * nvmet_try_send_data_pdu and nvmet_try_send_response in 6.1: nm of both
+ * nvmet-tcp.ko).  The hooks sit on functions that exist in both:
+ *
+ *  - nvmet_tcp_data_ready(sk), the socket's sk_data_ready callback (softirq,
+ *    or the socket owner in release_sock()): notes when data last arrived on
+ *    the queue's socket, in tcpt_arrivals[].  It cannot sample (nothing is
+ *    parsed yet), so it only stores a timestamp.
+ *  - nvmet_tcp_map_data(cmd), called right after nvmet_req_init() for every
+ *    command that carries data: TCPT_CMD_RECV, aux = that arrival time.
+ *  - nvmet_tcp_queue_response(req) (nvmet_tcp_ops.queue_response): for a
+ *    write that still waits for its data, the R2T is queued: TCPT_R2T_SEND.
+ *  - nvmet_tcp_build_pdu_iovec(cmd): the receive of data is set up, for an
+ *    H2C data PDU whose header is in queue->pdu (TCPT_H2C_RECV, once per
+ *    PDU) or for in-capsule data (TCPT_DATA_RECV).
+ *
+ * Each samples on the command's LBA before it reads anything else.  The
+ * private fields come from BTF (struct nvmetrace_tcpt_layout); these hooks
+ * are refused without them.  Commands are preallocated with their queue, and
+ * every hook runs while its command is in flight.
+ */
+#define TCPT_OFF(name) NVMETRACE_TCPT_OFF(&cfg.layout, name)
+
+/*
+ * The last data arrival per queue socket.  A queue hashes to one entry;
+ * two queues on one entry overwrite each other, and a reader that finds
+ * another queue there records no arrival.  The writer clears the owner
+ * around the timestamp, so a reader that sees the same owner before and
+ * after reading it has a timestamp of that queue.  O(1), no lock.
+ */
+#define NVMETRACE_TCPT_ARRIVAL_BITS	6
+struct nvmetrace_tcpt_arrival {
+	const void *queue;
+	u64 ts;
+};
+static struct nvmetrace_tcpt_arrival tcpt_arrivals[1 << NVMETRACE_TCPT_ARRIVAL_BITS];
+
+static __always_inline struct nvmetrace_tcpt_arrival *tcpt_arrival(const void *queue)
+{
+	return &tcpt_arrivals[hash_ptr((void *)queue, NVMETRACE_TCPT_ARRIVAL_BITS)];
+}
+
+/* kprobe at nvmet_tcp_data_ready(struct sock *sk); sk_user_data is the queue */
+static int kp_tcpt_data_ready(struct kprobe *kp, struct pt_regs *regs)
+{
+	const struct sock *sk = (const struct sock *)regs_get_kernel_argument(regs, 0);
+	const void *queue = READ_ONCE(sk->sk_user_data);
+	struct nvmetrace_tcpt_arrival *a;
+
+	if (!queue)
+		return 0;
+	a = tcpt_arrival(queue);
+	WRITE_ONCE(a->queue, NULL);
+	smp_wmb();
+	WRITE_ONCE(a->ts, ktime_get_ns());
+	smp_wmb();
+	WRITE_ONCE(a->queue, queue);
+	return 0;
+}
+
+/* When data last arrived on queue's socket, 0: not known. */
+static __always_inline u64 tcpt_arrived(const void *queue)
+{
+	const struct nvmetrace_tcpt_arrival *a = tcpt_arrival(queue);
+	u64 ts;
+
+	if (READ_ONCE(a->queue) != queue)
+		return 0;
+	smp_rmb();
+	ts = READ_ONCE(a->ts);
+	smp_rmb();
+	return READ_ONCE(a->queue) == queue ? ts : 0;
+}
+
+/* req's NVMe command if it is a sampled read or write, else NULL: first test */
+static __always_inline const struct nvme_command *tcpt_sampled(const void *req)
+{
+	const struct nvme_command *c =
+		FIELD_AT(const struct nvme_command *, req, cfg.layout.req_cmd);
+	u8 op = c->common.opcode;
+
+	if (op != nvme_cmd_read && op != nvme_cmd_write)
+		return NULL;
+	return nvmetrace_sampled(le64_to_cpu(c->rw.slba)) ? c : NULL;
+}
+
+/* kprobe at nvmet_tcp_map_data(struct nvmet_tcp_cmd *cmd) */
+static int kp_tcpt_map_data(struct kprobe *kp, struct pt_regs *regs)
+{
+	const char *cmd = (const char *)regs_get_kernel_argument(regs, 0);
+	const void *req = cmd + TCPT_OFF(CMD_REQ);
+	const struct nvme_command *c = tcpt_sampled(req);
+	u64 arrived;
+
+	if (!c)
+		return 0;
+	arrived = tcpt_arrived(FIELD_AT(const void *, cmd, TCPT_OFF(CMD_QUEUE)));
+	if (arrived)
+		target_event(NVMETRACE_EV_TCPT_CMD_RECV, req, c, arrived);
+	return 0;
+}
+
+/* kprobe at nvmet_tcp_queue_response(struct nvmet_req *req) */
+static int kp_tcpt_queue_response(struct kprobe *kp, struct pt_regs *regs)
+{
+	const char *req = (const char *)regs_get_kernel_argument(regs, 0);
+	const struct nvme_command *c = tcpt_sampled(req);
+	const struct nvme_completion *cqe;
+	u32 done;
+
+	if (!c || c->common.opcode != nvme_cmd_write)
+		return 0;
+	/* nvmet_tcp_need_data_in(): a write short of its data, no error */
+	cqe = FIELD_AT(const struct nvme_completion *, req, cfg.layout.req_cqe);
+	done = FIELD_AT(u32, req - TCPT_OFF(CMD_REQ), TCPT_OFF(CMD_RBYTES_DONE));
+	if (cqe->status || done >= FIELD_AT(size_t, req, TCPT_OFF(REQ_TRANSFER_LEN)))
+		return 0;	/* its response, not an R2T */
+	target_event(NVMETRACE_EV_TCPT_R2T_SEND, req, c, done);
+	return 0;
+}
+
+/* kprobe at nvmet_tcp_build_pdu_iovec(struct nvmet_tcp_cmd *cmd) */
+static int kp_tcpt_build_pdu_iovec(struct kprobe *kp, struct pt_regs *regs)
+{
+	const char *cmd = (const char *)regs_get_kernel_argument(regs, 0);
+	const void *req = cmd + TCPT_OFF(CMD_REQ);
+	const struct nvme_command *c = tcpt_sampled(req);
+	const struct nvme_tcp_hdr *hdr;
+	u32 len;
+
+	if (!c)
+		return 0;
+	hdr = (const void *)(FIELD_AT(const char *, cmd, TCPT_OFF(CMD_QUEUE)) +
+			     TCPT_OFF(QUEUE_PDU));
+	len = FIELD_AT(u32, cmd, TCPT_OFF(CMD_PDU_LEN));
+	if (READ_ONCE(hdr->type) == nvme_tcp_h2c_data)
+		target_event(NVMETRACE_EV_TCPT_H2C_RECV, req, c,
+			     FIELD_AT(u32, cmd, TCPT_OFF(CMD_RBYTES_DONE)) |
+			     (u64)len << NVMETRACE_H2C_AUX_LEN_SHIFT);
+	else
+		target_event(NVMETRACE_EV_TCPT_DATA_RECV, req, c, len);
+	return 0;
+}
 
 /* ------------------------------------------------------------ the table */
 
@@ -775,6 +986,7 @@ static int kp_nvmet_bio_done(struct kprobe *kp, struct pt_regs *regs)
 #define NEEDS_TCP_HOST		(1u << 0)	/* cfg.layout.tcp */
 #define NEEDS_RDMA_HOST		(1u << 2)	/* cfg.layout.rdma */
 #define NEEDS_RDMA_TARGET	(1u << 3)	/* cfg.layout.rdmat */
+#define NEEDS_TCP_TARGET	(1u << 1)	/* cfg.layout.tcpt (and nvmet's) */
 
 struct nvmetrace_hook {
 	const char *name;	/* tracepoint or function */
@@ -854,6 +1066,15 @@ static struct nvmetrace_hook hooks[] = {
 	  NVMETRACE_ROLE_TARGET, NULL, kp_rdmat_queue_response },
 	{ "nvmet_rdma_send_done", "nvmet_rdma", NVMETRACE_HOOK_FTRACE,
 	  NVMETRACE_ROLE_TARGET, NULL, kp_rdmat_send_done, .needs = NEEDS_RDMA_TARGET },
+	/* nvmet-tcp target */
+	{ "nvmet_tcp_data_ready", "nvmet_tcp", NVMETRACE_HOOK_FTRACE,
+	  NVMETRACE_ROLE_TARGET, NULL, kp_tcpt_data_ready, .needs = NEEDS_TCP_TARGET },
+	{ "nvmet_tcp_map_data", "nvmet_tcp", NVMETRACE_HOOK_FTRACE,
+	  NVMETRACE_ROLE_TARGET, NULL, kp_tcpt_map_data, .needs = NEEDS_TCP_TARGET },
+	{ "nvmet_tcp_queue_response", "nvmet_tcp", NVMETRACE_HOOK_FTRACE,
+	  NVMETRACE_ROLE_TARGET, NULL, kp_tcpt_queue_response, .needs = NEEDS_TCP_TARGET },
+	{ "nvmet_tcp_build_pdu_iovec", "nvmet_tcp", NVMETRACE_HOOK_FTRACE,
+	  NVMETRACE_ROLE_TARGET, NULL, kp_tcpt_build_pdu_iovec, .needs = NEEDS_TCP_TARGET },
 	/* probe_test_symbol: named at load, or unused (name NULL) */
 	{ NULL, NULL, NVMETRACE_HOOK_KPROBE,
 	  NVMETRACE_ROLE_HOST | NVMETRACE_ROLE_TARGET, NULL, kp_test_noop },
@@ -873,6 +1094,8 @@ MODULE_PARM_DESC(probe_test_symbol,
 static u32 layout_have(void)
 {
 	return (cfg.layout.tcp.valid ? NEEDS_TCP_HOST : 0) |
+	       (cfg.layout.rdma.valid ? NEEDS_RDMA_HOST : 0) |
+	       (cfg.layout.tcpt.valid && cfg.layout.valid ? NEEDS_TCP_TARGET : 0) |
 	       (cfg.layout.rdma.valid ? NEEDS_RDMA_HOST : 0) |
 	       (cfg.layout.rdmat.valid ? NEEDS_RDMA_TARGET : 0);
 }
@@ -1122,6 +1345,29 @@ static int check_rdma_layout(const struct nvmetrace_layout *l)
 	return 0;
 }
 
+/* The nvmet-tcp group: aligned for its type, members inside their struct. */
+static int check_tcpt_layout(const struct nvmetrace_layout *l)
+{
+	const u32 cmd_size = NVMETRACE_TCPT_OFF(l, CMD_SIZE);
+	const u32 queue_size = NVMETRACE_TCPT_OFF(l, QUEUE_SIZE);
+
+	if (!l->tcpt.valid)
+		return 0;
+	if (!cmd_size || !queue_size ||
+	    NVMETRACE_TCPT_OFF(l, CMD_QUEUE) % 8 ||
+	    NVMETRACE_TCPT_OFF(l, CMD_QUEUE) + 8 > cmd_size ||
+	    NVMETRACE_TCPT_OFF(l, CMD_REQ) % 8 ||
+	    NVMETRACE_TCPT_OFF(l, CMD_REQ) >= cmd_size ||
+	    NVMETRACE_TCPT_OFF(l, CMD_RBYTES_DONE) % 4 ||
+	    NVMETRACE_TCPT_OFF(l, CMD_RBYTES_DONE) + 4 > cmd_size ||
+	    NVMETRACE_TCPT_OFF(l, CMD_PDU_LEN) % 4 ||
+	    NVMETRACE_TCPT_OFF(l, CMD_PDU_LEN) + 4 > cmd_size ||
+	    NVMETRACE_TCPT_OFF(l, QUEUE_PDU) + sizeof(struct nvme_tcp_hdr) > queue_size ||
+	    NVMETRACE_TCPT_OFF(l, REQ_TRANSFER_LEN) % 8)
+		return -EINVAL;
+	return 0;
+}
+
 /* ctl_lock held, nothing recording (see nvmetrace.h) */
 int nvmetrace_hooks_start(const struct nvmetrace_config *c,
 			  struct netlink_ext_ack *extack)
@@ -1147,6 +1393,10 @@ int nvmetrace_hooks_start(const struct nvmetrace_config *c,
 			       "implausible nvme-rdma or nvmet-rdma layout (NVMETRACE_L_RDMA*_*), or nvmet-rdma's without nvmet's");
 		return -EINVAL;
 	}
+	if (check_tcpt_layout(&c->layout)) {
+		NL_SET_ERR_MSG(extack, "implausible nvmet-tcp layout (NVMETRACE_L_NVMET_TCP_*)");
+		return -EINVAL;
+	}
 
 	mutex_lock(&hooks_lock);
 	if (recording) {
@@ -1154,6 +1404,8 @@ int nvmetrace_hooks_start(const struct nvmetrace_config *c,
 		NL_SET_ERR_MSG(extack, "already recording");
 		return -EBUSY;
 	}
+	/* no hook runs: the last recording's arrivals are not this one's */
+	memset(tcpt_arrivals, 0, sizeof(tcpt_arrivals));
 	cfg = *c;
 	memset(uiocbs, 0, sizeof(uiocbs));
 	atomic_set(&uiocbs_live, 0);

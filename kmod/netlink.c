@@ -42,6 +42,8 @@ static const struct nla_policy nvmetrace_genl_layout_policy[NVMETRACE_L_MAX + 1]
 	[NVMETRACE_L_CTRL_CNTLID]	= NLA_POLICY_MAX(NLA_U32, 4095),
 	[NVMETRACE_L_TCP_QUEUE_REQUEST ... NVMETRACE_L_TCP_REQ_OFFSET] =
 		NLA_POLICY_MAX(NLA_U32, 4095),
+	[NVMETRACE_L_NVMET_TCP_BASE ... NVMETRACE_L_NVMET_TCP_LAST] =
+		NLA_POLICY_MAX(NLA_U32, 4095),
 	[NVMETRACE_L_RDMA_WC_WR_CQE ... NVMETRACE_L_RDMA_CTRL_TAG_SET] =
 		NLA_POLICY_MAX(NLA_U32, 4095),
 	[NVMETRACE_L_RDMAT_WC_WR_CQE ... NVMETRACE_L_RDMAT_RSP_REQ] =
@@ -248,6 +250,13 @@ static int nvmetrace_genl_parse_layout(struct genl_info *info,
 	if (err < 0)
 		return err;
 	l->rdmat.valid = err;
+	err = nvmetrace_genl_layout_group(info, nest, tb,
+					  NVMETRACE_L_NVMET_TCP_BASE,
+					  NVMETRACE_L_NVMET_TCP_LAST,
+					  l->tcpt.off);
+	if (err < 0)
+		return err;
+	l->tcpt.valid = err;
 	return 0;
 }
 

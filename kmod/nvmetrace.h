@@ -80,6 +80,18 @@ struct nvmetrace_rdmat_layout {
 };
 
 /*
+ * Byte offsets of the private nvmet-tcp target fields its hooks read, in
+ * NVMETRACE_L_NVMET_TCP_* order; valid only when START carried the whole group.
+ */
+#define NVMETRACE_TCPT_OFF(l, name) \
+	((l)->tcpt.off[NVMETRACE_L_NVMET_TCP_##name - NVMETRACE_L_NVMET_TCP_BASE])
+
+struct nvmetrace_tcpt_layout {
+	bool valid;
+	u32 off[NVMETRACE_L_NVMET_TCP_LAST - NVMETRACE_L_NVMET_TCP_BASE + 1];
+};
+
+/*
  * Byte offsets of the private fields the hooks read, from the running
  * kernel's BTF via user space (NVMETRACE_A_LAYOUT).  valid (nvmet's group)
  * is set only when START carried every one of them; tcp likewise.
@@ -92,6 +104,7 @@ struct nvmetrace_layout {
 	struct nvmetrace_tcp_layout tcp;	/* nvme-tcp host */
 	struct nvmetrace_rdma_layout rdma;	/* nvme-rdma host */
 	struct nvmetrace_rdmat_layout rdmat;	/* nvmet-rdma target */
+	struct nvmetrace_tcpt_layout tcpt;	/* nvmet-tcp target */
 };
 
 /* What START asked for; parsed and range-checked by netlink.c. */

@@ -401,7 +401,18 @@ void Assembler::push_target(const nvmetrace_rec& rec, int slot) {
         c.has_cid = true;
     }
     Command& c = f.cmd;
-    c.ts[slot] = rec.ts;
+    if (ev.ts_in_aux) {
+        // noted before the side's first event; later: another PDU's arrival
+        const int first = required_ends_of(View::target_only).first;
+        if (!c.has(first) || rec.aux > c.at(first)) {
+            counts_.late_times++;
+            f.max_rank = std::max(f.max_rank, ev.rank);
+            return;
+        }
+        c.ts[slot] = rec.aux;
+    } else {
+        c.ts[slot] = rec.ts;
+    }
     c.present |= 1u << slot;
     if (!ev.unordered)
         f.max_rank = std::max(f.max_rank, ev.rank);
@@ -664,6 +675,11 @@ Layout layout_for(View view, uint32_t present, std::span<const ComponentDef> tab
             if (std::find(l.missing.begin(), l.missing.end(), kEvents[from].name) ==
                 l.missing.end())
                 l.missing.emplace_back(kEvents[from].name);
+        } else if (i > 0 && rows[i]->name == rows[i - 1]->name &&
+                   l.segments.back().name == rows[i]->name) {
+            // consecutive rows of one name: one component
+            l.segments.back().to_slot = event_slot(rows[i]->to);
+            seg_stages.back().push_back(rows[i]->stage);
         } else {
             l.segments.push_back(
                 {std::string(rows[i]->name), from, event_slot(rows[i]->to), 0, false});
@@ -727,14 +743,26 @@ Layout layout_for(View view, uint32_t present, std::span<const ComponentDef> tab
                 last_row = &c;
             continue;
         }
-        if (event_slot(c.from) < 0 || event_slot(c.to) < 0)
+        int from = event_slot(c.from);
+        if (c.from == NVMETRACE_EV_NONE) {
+            // the path's hop into c.to from an nvme-tcp host event, if it has
+            // one (nvme-rdma's hop, from nvme_rdma_complete_rq, is a
+            // component of its own)
+            auto hop = std::find_if(rows.begin(), rows.end(), [&](const ComponentDef* r) {
+                return r->to == c.to && !r->seam && r->from >= NVMETRACE_EV_TCP_CMD_SEND &&
+                       r->from <= NVMETRACE_EV_TCP_RSP_RECV;
+            });
+            if (hop == rows.end())
+                continue;
+            from = event_slot((*hop)->from);
+        }
+        if (from < 0 || event_slot(c.to) < 0)
             throw std::logic_error(fmt::format("detail '{}': unknown event", c.name));
         if (!last_row)
             continue;
         size_t row =
             static_cast<size_t>(std::find(rows.begin(), rows.end(), last_row) - rows.begin());
-        l.details.push_back(
-            {std::string(c.name), event_slot(c.from), event_slot(c.to), seg_of_row[row]});
+        l.details.push_back({std::string(c.name), from, event_slot(c.to), seg_of_row[row]});
     }
     return l;
 }
@@ -777,7 +805,8 @@ int host_receive_slot(const Command& c) {
 }
 
 int target_receive_slot(const Command& c) {
-    return first_present(c, {NVMETRACE_EV_RDMAT_RECV, NVMETRACE_EV_NVMET_INIT});
+    return first_present(
+        c, {NVMETRACE_EV_RDMAT_RECV, NVMETRACE_EV_TCPT_CMD_RECV, NVMETRACE_EV_NVMET_INIT});
 }
 
 int target_send_slot(const Command& c) {

@@ -69,6 +69,11 @@ struct EventDef {
     // required one): nvmet-rdma's response send completes after
     // nvmet_req_complete.
     uint16_t ends_at = 0;
+    // The event's time is the record's aux, not its ts: the hook learns of
+    // the event later (nvmet-tcp's command arrival, noted at the socket and
+    // recorded after nvmet_req_init).  A time after the side's first
+    // required event is another PDU's: the record is dropped.
+    bool ts_in_aux = false;
 };
 
 inline constexpr EventDef kEvents[] = {
@@ -78,10 +83,12 @@ inline constexpr EventDef kEvents[] = {
     {NVMETRACE_EV_RQ_ISSUE, "block_rq_issue", Side::host, 3},
     {NVMETRACE_EV_NVME_COMPLETE, "nvme_complete_rq", Side::host, 9},
     {NVMETRACE_EV_RQ_COMPLETE, "block_rq_complete", Side::host, 10},
+    // target ranks follow the order the records are written in: nvmet-tcp's
+    // command arrival is recorded after nvmet_req_init (its time is earlier)
     {NVMETRACE_EV_NVMET_INIT, "nvmet_req_init", Side::target, 1},
-    {NVMETRACE_EV_NVMET_EXEC, "nvmet_bdev_execute_rw", Side::target, 3},
-    {NVMETRACE_EV_NVMET_BIO_DONE, "nvmet_bio_done", Side::target, 4},
-    {NVMETRACE_EV_NVMET_COMPLETE, "nvmet_req_complete", Side::target, 5},
+    {NVMETRACE_EV_NVMET_EXEC, "nvmet_bdev_execute_rw", Side::target, 6},
+    {NVMETRACE_EV_NVMET_BIO_DONE, "nvmet_bio_done", Side::target, 7},
+    {NVMETRACE_EV_NVMET_COMPLETE, "nvmet_req_complete", Side::target, 8},
     // nvme-tcp host (kmod/hooks.c)
     {NVMETRACE_EV_TCP_CMD_SEND, "nvme_tcp_try_send (command PDU)", Side::host, 4, true},
     {NVMETRACE_EV_TCP_R2T_RECV, "nvme_tcp_recv_skb (R2T)", Side::host, 5, true, true},
@@ -103,9 +110,17 @@ inline constexpr EventDef kEvents[] = {
     // nvmet-rdma target (kmod/hooks_rdma.c)
     {NVMETRACE_EV_RDMAT_RECV, "nvmet_rdma_recv_done", Side::target, 0, true, false, false,
      NVMETRACE_EV_RDMAT_SEND_DONE},
-    {NVMETRACE_EV_RDMAT_READ_DONE, "nvmet_rdma_read_data_done", Side::target, 2, true},
-    {NVMETRACE_EV_RDMAT_RSP_POST, "nvmet_rdma_queue_response", Side::target, 6, true},
-    {NVMETRACE_EV_RDMAT_SEND_DONE, "nvmet_rdma_send_done", Side::target, 7, true},
+    {NVMETRACE_EV_RDMAT_READ_DONE, "nvmet_rdma_read_data_done", Side::target, 5, true},
+    {NVMETRACE_EV_RDMAT_RSP_POST, "nvmet_rdma_queue_response", Side::target, 9, true},
+    {NVMETRACE_EV_RDMAT_SEND_DONE, "nvmet_rdma_send_done", Side::target, 10, true},
+    // nvmet-tcp target (kmod/hooks.c)
+    {NVMETRACE_EV_TCPT_CMD_RECV, "nvmet_tcp_data_ready (command arrival)", Side::target, 2, true,
+     false, false, 0, true},
+    {NVMETRACE_EV_TCPT_R2T_SEND, "nvmet_tcp_queue_response (R2T)", Side::target, 3, true, true},
+    {NVMETRACE_EV_TCPT_DATA_RECV, "nvmet_tcp_build_pdu_iovec (in-capsule data)", Side::target, 4,
+     true},
+    {NVMETRACE_EV_TCPT_H2C_RECV, "nvmet_tcp_build_pdu_iovec (H2C data)", Side::target, 5, true,
+     true},
 };
 inline constexpr size_t kMaxEvents = 32;  // Command::ts capacity, bits of Command::present
 static_assert(std::size(kEvents) <= kMaxEvents);
@@ -198,6 +213,7 @@ struct AssemblyCounts {
     uint64_t repeats = 0;                // further records of a repeating event (EventDef)
     uint64_t user_unmatched = 0;         // aio completions or file submissions without
                                          // their command (lost records, other I/O)
+    uint64_t late_times = 0;             // ts_in_aux events dropped: time after the first event
     uint64_t first_ts = 0, last_ts = 0;  // of all records
 
     uint64_t incomplete() const { return cut_start + cut_end + lost_end; }
@@ -303,9 +319,11 @@ enum class View : uint8_t { host_only = 1, target_only = 2, joined = 4 };
 // the command has, or else the first whose `to` is a required (not
 // optional) event, which is then a missing boundary and merges the two
 // components around it.  So the components of each command tile its end to
-// end, whatever the transport recorded.  Depth-1 rows are details inside the
-// depth-0 row before them, reported where both their events are present, and
-// not summed.
+// end, whatever the transport recorded.  Consecutive rows of one name make
+// one component.  Depth-1 rows are details inside the depth-0 row before
+// them, reported where both their events are present, and not summed; one
+// whose `from` is NVMETRACE_EV_NONE is the path's hop into its `to` from a
+// nvme-tcp host event, where the path has one.
 struct ComponentDef {
     std::string_view name;
     uint16_t from;  // enum nvmetrace_event
@@ -365,14 +383,17 @@ inline constexpr ComponentDef kComponents[] = {
      "host block layer", kHost | kJoined, 0},
     {"host driver, submission", NVMETRACE_EV_NVME_SETUP, NVMETRACE_EV_RQ_ISSUE, "host driver",
      kHost | kJoined, 0},
-    {"host driver, to the socket (nvme-tcp)", NVMETRACE_EV_RQ_ISSUE, NVMETRACE_EV_TCP_CMD_SEND,
-     "host driver", kHost | kJoined, 0},
+    // nvme-tcp: on to the socket (adjacent rows of one name are one component)
+    {"host driver, submission", NVMETRACE_EV_RQ_ISSUE, NVMETRACE_EV_TCP_CMD_SEND, "host driver",
+     kHost | kJoined, 0},
     {"host driver, to the NIC (nvme-rdma)", NVMETRACE_EV_RQ_ISSUE, NVMETRACE_EV_RDMA_POST_SEND,
      "host driver", kHost | kJoined, 0},
     {"network and target (not recorded)", NVMETRACE_EV_RQ_ISSUE, NVMETRACE_EV_NVME_COMPLETE,
      "network and target (not recorded)", kHost, 0},
     // Joined: the host's span from its last send-side event to its first
     // receive-side event, minus the target's residence (join_commands()).
+    {"network: wire and NICs (computed)", NVMETRACE_EV_RQ_ISSUE, NVMETRACE_EV_TCPT_CMD_RECV,
+     "network", kJoined, 0},
     {"network: wire and NICs (computed)", NVMETRACE_EV_RQ_ISSUE, NVMETRACE_EV_NVMET_INIT, "network",
      kJoined, 0},
     // nvme-tcp host, target not recorded
@@ -384,6 +405,8 @@ inline constexpr ComponentDef kComponents[] = {
      "network and target (not recorded)", kHost, 0},
     {"network and target (not recorded)", NVMETRACE_EV_TCP_CMD_SEND, NVMETRACE_EV_NVME_COMPLETE,
      "network and target (not recorded)", kHost, 0},
+    {"network: wire and NICs (computed)", NVMETRACE_EV_TCP_CMD_SEND, NVMETRACE_EV_TCPT_CMD_RECV,
+     "network", kJoined, 0},
     {"network: wire and NICs (computed)", NVMETRACE_EV_TCP_CMD_SEND, NVMETRACE_EV_NVMET_INIT,
      "network", kJoined, 0},
     // nvme-rdma host: from the posted command capsule
@@ -413,14 +436,31 @@ inline constexpr ComponentDef kComponents[] = {
     // write's data pulled from the host with RDMA READ
     {"network: target receive path", NVMETRACE_EV_RDMAT_RECV, NVMETRACE_EV_NVMET_INIT, "network",
      kTarget | kJoined, 0},
+    // nvmet-tcp: likewise, from the command's arrival on the target's socket until
+    // nvmet-tcp has read it (io_work scheduled, socket read, PDU parsed)
+    {"network: target receive path", NVMETRACE_EV_TCPT_CMD_RECV, NVMETRACE_EV_NVMET_INIT, "network",
+     kTarget | kJoined, 0},
     {"network: RDMA READ of data (target)", NVMETRACE_EV_NVMET_INIT, NVMETRACE_EV_RDMAT_READ_DONE,
      "network", kTarget | kJoined, 0},
     {"data transfer (RDMA, at the target)", NVMETRACE_EV_RDMAT_RECV, NVMETRACE_EV_RDMAT_READ_DONE,
      "network", kTarget | kJoined, 1},
     {"target driver, submission", NVMETRACE_EV_RDMAT_READ_DONE, NVMETRACE_EV_NVMET_EXEC,
      "target driver", kTarget | kJoined, 0},
+    // target; a write's data: solicited by an R2T, or in the capsule
+    {"target driver, submission", NVMETRACE_EV_NVMET_INIT, NVMETRACE_EV_TCPT_R2T_SEND,
+     "target driver", kTarget | kJoined, 0},
+    {"target driver, submission", NVMETRACE_EV_NVMET_INIT, NVMETRACE_EV_TCPT_DATA_RECV,
+     "target driver", kTarget | kJoined, 0},
     {"target driver, submission", NVMETRACE_EV_NVMET_INIT, NVMETRACE_EV_NVMET_EXEC, "target driver",
      kTarget | kJoined, 0},
+    {"network: R2T to H2C data (wire and host)", NVMETRACE_EV_TCPT_R2T_SEND,
+     NVMETRACE_EV_TCPT_H2C_RECV, "network", kTarget | kJoined, 0},
+    {"network: R2T to data (wire and host)", NVMETRACE_EV_TCPT_R2T_SEND, NVMETRACE_EV_NVMET_EXEC,
+     "network", kTarget | kJoined, 0},
+    {"network: target receive path, H2C data", NVMETRACE_EV_TCPT_H2C_RECV, NVMETRACE_EV_NVMET_EXEC,
+     "network", kTarget | kJoined, 0},
+    {"network: target receive path, in-capsule data", NVMETRACE_EV_TCPT_DATA_RECV,
+     NVMETRACE_EV_NVMET_EXEC, "network", kTarget | kJoined, 0},
     {"storage: target block layer and drive", NVMETRACE_EV_NVMET_EXEC, NVMETRACE_EV_NVMET_BIO_DONE,
      "storage", kTarget | kJoined, 0},
     {"target driver, completion", NVMETRACE_EV_NVMET_BIO_DONE, NVMETRACE_EV_NVMET_COMPLETE,
@@ -449,11 +489,12 @@ inline constexpr ComponentDef kComponents[] = {
      0, true},
     {"network (seam)", NVMETRACE_EV_NVMET_COMPLETE, NVMETRACE_EV_NVME_COMPLETE, "network", kJoined,
      0, true},
-    // nvme-tcp host receive path
-    {"network: host receive path, C2H data", NVMETRACE_EV_TCP_C2H_RECV, NVMETRACE_EV_TCP_RSP_RECV,
-     "network", kHost | kJoined, 0},
-    {"network: host receive path, C2H+SUCCESS", NVMETRACE_EV_TCP_C2H_RECV,
-     NVMETRACE_EV_NVME_COMPLETE, "network", kHost | kJoined, 0},
+    // nvme-tcp host receive path: the C2H data, then the response capsule;
+    // or the C2H data whose SUCCESS flag completes the command
+    {"network: host receive path", NVMETRACE_EV_TCP_C2H_RECV, NVMETRACE_EV_TCP_RSP_RECV, "network",
+     kHost | kJoined, 0},
+    {"network: host receive path", NVMETRACE_EV_TCP_C2H_RECV, NVMETRACE_EV_NVME_COMPLETE, "network",
+     kHost | kJoined, 0},
     {"host driver, completion", NVMETRACE_EV_TCP_RSP_RECV, NVMETRACE_EV_NVME_COMPLETE,
      "host driver", kHost | kJoined, 0},
     // nvme-rdma host receive path: the response's receive completion to
@@ -470,6 +511,11 @@ inline constexpr ComponentDef kComponents[] = {
      "completion to user space (wake-up, reap)", kHost | kJoined, 0},
     {"wake-up and reap (io_getevents)", NVMETRACE_EV_AIO_COMPLETE, NVMETRACE_EV_AIO_REAP,
      "completion to user space (wake-up, reap)", kHost | kJoined, 0},
+    // The path's hop into nvme_complete_rq from an nvme-tcp event (from NONE:
+    // the row of the path that ends there): the transport's completion handed
+    // to nvme-core.
+    {"handoff to nvme_complete_rq", NVMETRACE_EV_NONE, NVMETRACE_EV_NVME_COMPLETE, "host driver",
+     kHost | kJoined, 1},
 };
 
 View view_of(const Command& cmd);

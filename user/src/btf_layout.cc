@@ -211,6 +211,37 @@ std::optional<NvmeTcpLayout> BtfLayout::nvme_tcp() {
     return out;
 }
 
+std::optional<NvmetTcpLayout> BtfLayout::nvmet_tcp() {
+    struct Want {
+        const char* st;
+        const char* mem;  // nullptr: the struct's size
+        uint32_t size;    // 0: any
+    };
+    // NVMETRACE_L_NVMET_TCP_* order; the sizes are what kmod/hooks.c reads.
+    // struct nvmet_req is nvmet's, but nvmet_tcp's BTF has its own copy.
+    static const Want wants[] = {
+        {"nvmet_tcp_cmd", "queue", 8},       {"nvmet_tcp_cmd", "req", 0},
+        {"nvmet_tcp_cmd", "rbytes_done", 4}, {"nvmet_tcp_cmd", "pdu_len", 4},
+        {"nvmet_tcp_cmd", nullptr, 0},       {"nvmet_tcp_queue", "pdu", 0},
+        {"nvmet_tcp_queue", nullptr, 0},     {"nvmet_req", "transfer_len", 8},
+    };
+    static_assert(std::size(wants) == NVMETRACE_L_NVMET_TCP_LAST - NVMETRACE_L_NVMET_TCP_BASE + 1);
+    NvmetTcpLayout out;
+    for (const auto& w : wants) {
+        std::optional<uint32_t> v;
+        if (w.mem) {
+            if (auto loc = sized_member(w.st, w.mem, w.size))
+                v = loc->offset;
+        } else {
+            v = struct_size(w.st);
+        }
+        if (!v)
+            return std::nullopt;
+        out.offsets.push_back(*v);
+    }
+    return out;
+}
+
 }  // namespace nvmetrace
 
 namespace nvmetrace {

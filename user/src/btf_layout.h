@@ -34,6 +34,13 @@ struct RdmaLayout {
     std::vector<uint32_t> offsets;
 };
 
+// The nvmet-tcp target fields its hooks read, in NVMETRACE_L_NVMET_TCP_*
+// order (cmd.queue ... req.transfer_len; see the UAPI header).  cmd_size and
+// queue_size are sizeof(struct nvmet_tcp_cmd / nvmet_tcp_queue).
+struct NvmetTcpLayout {
+    std::vector<uint32_t> offsets;  // NVMETRACE_L_NVMET_TCP_BASE + i
+};
+
 // Looks up struct members in /sys/kernel/btf/vmlinux + /sys/kernel/btf/<module>
 // (or files given for tests). Errors are returned as text, never thrown past.
 class BtfLayout {
@@ -71,6 +78,9 @@ public:
     // target group (module BTF "nvmet_rdma"), sizes checked.
     std::optional<RdmaLayout> nvme_rdma();
     std::optional<RdmaLayout> nvmet_rdma();
+
+    // The nvmet-tcp target group (module BTF "nvmet_tcp"), sizes checked.
+    std::optional<NvmetTcpLayout> nvmet_tcp();
 
 private:
     BtfLayout() = default;

@@ -389,8 +389,12 @@ State GenlClient::start(const StartArgs& args) {
     if (!args.rdmat_layout.empty() && args.rdmat_layout.size() != kRdmatOffsets)
         throw Error(fmt::format("START: the nvmet-rdma layout needs {} offsets, got {}",
                                 kRdmatOffsets, args.rdmat_layout.size()));
-    if (!args.layout.empty() || !args.tcp_layout.empty() || !args.rdma_layout.empty() ||
-        !args.rdmat_layout.empty()) {
+    constexpr size_t kTcptOffsets = NVMETRACE_L_NVMET_TCP_LAST - NVMETRACE_L_NVMET_TCP_BASE + 1;
+    if (!args.tcpt_layout.empty() && args.tcpt_layout.size() != kTcptOffsets)
+        throw Error(fmt::format("START: the nvmet-tcp layout needs {} offsets, got {}",
+                                kTcptOffsets, args.tcpt_layout.size()));
+    if (!args.layout.empty() || !args.tcp_layout.empty() || !args.tcpt_layout.empty() ||
+        !args.rdma_layout.empty() || !args.rdmat_layout.empty()) {
         nlattr* lay = nla_nest_start(msg.get(), NVMETRACE_A_LAYOUT | NLA_F_NESTED);
         ok = lay != nullptr;
         for (size_t i = 0; ok && i < args.layout.size(); i++)
@@ -405,6 +409,9 @@ State GenlClient::start(const StartArgs& args) {
         for (size_t i = 0; ok && i < args.rdmat_layout.size(); i++)
             ok = nla_put_u32(msg.get(), static_cast<int>(NVMETRACE_L_RDMAT_WC_WR_CQE + i),
                              args.rdmat_layout[i]) == 0;
+        for (size_t i = 0; ok && i < args.tcpt_layout.size(); i++)
+            ok = nla_put_u32(msg.get(), static_cast<int>(NVMETRACE_L_NVMET_TCP_BASE + i),
+                             args.tcpt_layout[i]) == 0;
         ok = ok && nla_nest_end(msg.get(), lay) >= 0;
         if (!ok)
             throw Error("START: cannot build the layout attribute");

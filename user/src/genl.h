@@ -62,6 +62,9 @@ struct StartArgs {
     // from BTF; empty: their hooks are refused.
     std::vector<uint32_t> rdma_layout;
     std::vector<uint32_t> rdmat_layout;
+    // nvmet-tcp's (NVMETRACE_L_NVMET_TCP_BASE .. _LAST order), from BTF;
+    // empty: the nvmet-tcp hooks are refused.
+    std::vector<uint32_t> tcpt_layout;
 };
 
 // One NVMETRACE_A_HOOK nest of the GET_HOOKS dump.

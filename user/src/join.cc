@@ -309,6 +309,7 @@ JoinedReport join_files(const std::vector<std::string>& files, const JoinFilesOp
         t.inserts_unmatched += a.inserts_unmatched;
         t.multipath_duplicates += a.multipath_duplicates;
         t.repeats += a.repeats;
+        t.late_times += a.late_times;
         t.user_unmatched += a.user_unmatched;
         uint64_t lost = s->reader.trailer() ? s->reader.trailer()->lost : 0;
         // a file of both roles cannot tell whose ring lost its records

@@ -93,14 +93,12 @@ int run_probe(const ProbeOptions& opts) {
         if (!opts.transport.empty()) {
             // the transport module of this side and its private layout
             const std::string tmod = fmt::format("{}_{}", host ? "nvme" : "nvmet", opts.transport);
-            const std::string& err = tmod == "nvme_tcp"     ? layouts.tcp_error
-                                     : tmod == "nvme_rdma"  ? layouts.rdma_error
-                                     : tmod == "nvmet_rdma" ? layouts.rdmat_error
-                                                            : std::string();
-            const bool known = tmod != "nvmet_tcp";  // its hooks are not in this build
+            const std::string& err = tmod == "nvme_tcp"    ? layouts.tcp_error
+                                     : tmod == "nvmet_tcp" ? layouts.tcpt_error
+                                     : tmod == "nvme_rdma" ? layouts.rdma_error
+                                                           : layouts.rdmat_error;
             fmt::print("  {} (module {}, BTF layout: {})\n", opts.transport, tmod,
                        !fs::exists("/sys/module/" + tmod) ? "module not loaded"
-                       : !known                           ? "not needed"
                        : err.empty()                      ? "ok"
                                                           : err);
         }
@@ -116,6 +114,7 @@ int run_probe(const ProbeOptions& opts) {
                 // a transport hook whose private layout was not found
                 const std::string_view lmod = transport_module(h.name);
                 const std::string& why = lmod == "nvme_tcp"     ? layouts.tcp_error
+                                         : lmod == "nvmet_tcp"  ? layouts.tcpt_error
                                          : lmod == "nvme_rdma"  ? layouts.rdma_error
                                          : lmod == "nvmet_rdma" ? layouts.rdmat_error
                                                                 : layouts.nvmet_error;

@@ -130,6 +130,16 @@ LayoutNotes fill_layouts(uint32_t role, StartArgs& start) {
         else
             notes.nvmet_error = "nvmet's layout: " + btf.error();
     }
+    // Likewise nvmet-tcp's for the target's transport hooks, which read
+    // nvmet's fields as well: only with nvmet's layout.
+    if ((role & NVMETRACE_ROLE_TARGET) && !start.layout.empty()) {
+        BtfLayout btf = BtfLayout::load("nvmet_tcp");
+        auto l = btf.ok() ? btf.nvmet_tcp() : std::nullopt;
+        if (l)
+            start.tcpt_layout = l->offsets;
+        else
+            notes.tcpt_error = btf.error();
+    }
     // Without nvme-tcp's layout (nvme_tcp not loaded, no module BTF) its
     // hooks stay off and the analysis merges the components they would split.
     if (role & NVMETRACE_ROLE_HOST) {
@@ -218,15 +228,18 @@ int run_record(const RecordOptions& opts) {
     }
     if (!layouts.tcp_error.empty())
         fmt::print(stderr, "nvmetrace: nvme-tcp transport hooks off: {}\n", layouts.tcp_error);
-    // nvme-rdma's and nvmet-rdma's: said when RDMA is asked for or loaded.
-    auto rdma_wanted = [&](const char* module) {
-        return opts.transport == "rdma" ||
+    // nvmet-tcp's, nvme-rdma's and nvmet-rdma's: said when their transport
+    // is asked for or their module is loaded.
+    auto wanted = [&](const char* transport, const char* module) {
+        return opts.transport == transport ||
                (opts.transport.empty() &&
                 std::filesystem::exists(fmt::format("/sys/module/{}", module)));
     };
-    if (!layouts.rdma_error.empty() && rdma_wanted("nvme_rdma"))
+    if (!layouts.tcpt_error.empty() && wanted("tcp", "nvmet_tcp"))
+        fmt::print(stderr, "nvmetrace: nvmet-tcp transport hooks off: {}\n", layouts.tcpt_error);
+    if (!layouts.rdma_error.empty() && wanted("rdma", "nvme_rdma"))
         fmt::print(stderr, "nvmetrace: nvme-rdma transport hooks off: {}\n", layouts.rdma_error);
-    if (!layouts.rdmat_error.empty() && rdma_wanted("nvmet_rdma"))
+    if (!layouts.rdmat_error.empty() && wanted("rdma", "nvmet_rdma"))
         fmt::print(stderr, "nvmetrace: nvmet-rdma transport hooks off: {}\n", layouts.rdmat_error);
 
     RingReader rings = RingReader::open(opts.device_node, status.rings);

@@ -226,6 +226,11 @@ std::string summary_text(const Summary& s, const AssemblyCounts& counts,
             "unmatched: {} block_bio_queue records with no request of their own (merged into "
             "another request, or the request's records were lost)\n",
             counts.bios_unmatched);
+    if (counts.late_times)
+        out += fmt::format(
+            "late: {} nvmet-tcp arrival times after their command's nvmet_req_init (another "
+            "PDU's arrival): left out\n",
+            counts.late_times);
     if (counts.records_unknown)
         out += fmt::format("ignored: {} records of events this version does not know\n",
                            counts.records_unknown);
@@ -299,7 +304,8 @@ nlohmann::json summary_json(const Summary& s, const AssemblyCounts& counts,
                      {"inserts_unmatched", counts.inserts_unmatched},
                      {"multipath_duplicates", counts.multipath_duplicates},
                      {"repeated_records", counts.repeats},
-                     {"user_unmatched", counts.user_unmatched}};
+                     {"user_unmatched", counts.user_unmatched},
+                     {"late_times", counts.late_times}};
     const JoinCounts& jc = opts.join;
     if (jc.active) {
         json hu = json::object(), tu = json::object();

@@ -7,6 +7,7 @@
 #include <random>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -519,12 +520,10 @@ TEST_F(AssemblerTest, TcpReadPath) {
     const Command& c = out[0];
     Layout l = layout_for(view_of(c), layout_key(view_of(c), c.present, kComponents), kComponents);
     EXPECT_TRUE(l.complete());
-    EXPECT_EQ(names(l),
-              (std::vector<std::string>{
-                  "host block layer, submission", "host driver, submission",
-                  "host driver, to the socket (nvme-tcp)", "net+target, to the data (not recorded)",
-                  "network: host receive path, C2H data", "host driver, completion",
-                  "host block layer, completion"}));
+    EXPECT_EQ(names(l), (std::vector<std::string>{
+                            "host block layer, submission", "host driver, submission",
+                            "net+target, to the data (not recorded)", "network: host receive path",
+                            "host driver, completion", "host block layer, completion"}));
     EXPECT_EQ(segment_sum(c, l), 42'500);
 }
 
@@ -550,12 +549,11 @@ TEST_F(AssemblerTest, TcpWriteWithSeveralR2Ts) {
     EXPECT_EQ(c.at(slot(NVMETRACE_EV_TCP_H2C_SEND)), 11'000u);
     Layout l = layout_for(view_of(c), layout_key(view_of(c), c.present, kComponents), kComponents);
     EXPECT_TRUE(l.complete());
-    EXPECT_EQ(names(l),
-              (std::vector<std::string>{
-                  "host block layer, submission", "host driver, submission",
-                  "host driver, to the socket (nvme-tcp)", "net+target, to the R2T (not recorded)",
-                  "host driver, R2T to H2C data", "net+target, after the H2C (not recorded)",
-                  "host driver, completion", "host block layer, completion"}));
+    EXPECT_EQ(names(l), (std::vector<std::string>{
+                            "host block layer, submission", "host driver, submission",
+                            "net+target, to the R2T (not recorded)", "host driver, R2T to H2C data",
+                            "net+target, after the H2C (not recorded)", "host driver, completion",
+                            "host block layer, completion"}));
     EXPECT_EQ(segment_sum(c, l), 61'500);
 }
 
@@ -571,8 +569,8 @@ TEST_F(AssemblerTest, TcpReadCompletingOnC2hSuccess) {
     Layout l = layout_for(view_of(c), layout_key(view_of(c), c.present, kComponents), kComponents);
     EXPECT_TRUE(l.complete());
     EXPECT_TRUE(l.missing.empty());
-    ASSERT_EQ(l.segments.size(), 6u);
-    EXPECT_EQ(l.segments[4].name, "network: host receive path, C2H+SUCCESS");
+    ASSERT_EQ(l.segments.size(), 5u);
+    EXPECT_EQ(l.segments[3].name, "network: host receive path");
     EXPECT_EQ(segment_sum(c, l), 45'500);
 }
 
@@ -696,16 +694,301 @@ TEST(Join, ComputedNetworkIsHostSpanMinusTargetResidence) {
     }
     EXPECT_EQ(sum, static_cast<int64_t>(h.at(event_slot(NVMETRACE_EV_RQ_COMPLETE)) -
                                         h.at(event_slot(NVMETRACE_EV_BIO_QUEUE))));
-    EXPECT_EQ(shown,
-              (std::vector<std::string>{
-                  "host block layer, submission", "host driver, submission",
-                  "host driver, to the socket (nvme-tcp)", "network: wire and NICs (computed)",
-                  "target driver, submission", "storage: target block layer and drive",
-                  "target driver, completion", "network: host receive path, C2H+SUCCESS",
-                  "host block layer, completion"}));
+    EXPECT_EQ(shown, (std::vector<std::string>{
+                         "host block layer, submission", "host driver, submission",
+                         "network: wire and NICs (computed)", "target driver, submission",
+                         "storage: target block layer and drive", "target driver, completion",
+                         "network: host receive path", "host block layer, completion"}));
     EXPECT_EQ(static_cast<int64_t>(j.at(event_slot(NVMETRACE_EV_NVMET_INIT)) -
                                    j.at(event_slot(NVMETRACE_EV_TCP_CMD_SEND))),
               15'000);
+}
+
+// ----------------------------------------------------------------- nvme-tcp joined
+
+// One nvme-tcp command recorded by host and target, each side's records
+// through its own Assembler (the target's clock 5 s off: never compared),
+// then joined.  Offsets are ns from the host's bio and from the target's
+// clock base; the target's command arrival is written after nvmet_req_init
+// with the arrival time in aux, as kmod/hooks.c does.
+struct TcpJoined {
+    Command cmd;
+    Layout layout;
+    AssemblyCounts target_counts;
+    std::vector<std::pair<std::string, int64_t>> shown;  // name, duration (seams left out)
+    std::vector<std::pair<std::string, int64_t>> details;
+};
+
+TcpJoined tcp_joined(bool write, std::vector<std::pair<uint16_t, uint64_t>> host_transport,
+                     uint64_t complete_at,
+                     std::vector<std::tuple<uint16_t, uint64_t, uint64_t>> target_events) {
+    const uint64_t base = 5'000'000'000;
+    const uint16_t tag = 3, cid = 0x2003;
+    const uint64_t lba = 100;
+    DeviceTable devices;
+    devices.add_disk(kNvme0n1, "nvme0n1", 512);
+    devices.add_target_namespace(1, "nvmet nsid 1", 512);
+    std::vector<Command> hosts, targets;
+    Assembler ha(devices, [&](const Command& c) { hosts.push_back(c); });
+    Assembler ta(devices, [&](const Command& c) { targets.push_back(c); });
+    for (auto r : tcp_command(0, tag, lba, write, host_transport, complete_at)) {
+        if (r.event == NVMETRACE_EV_NVME_SETUP) {
+            r.cid = cid;
+            r.flags |= NVMETRACE_REC_HAS_CID;
+            r.aux = 1;
+        }
+        r.qid = 3;
+        ha.push(r);
+    }
+    for (auto [ev, ts, aux] : target_events) {
+        auto r =
+            target(ev, base + ts, cid, lba, 8, ev == NVMETRACE_EV_TCPT_CMD_RECV ? base + aux : aux);
+        if (ev == NVMETRACE_EV_NVMET_INIT)
+            r.aux = 1;
+        if (write) {
+            r.opcode = 0x01;
+            r.flags |= NVMETRACE_REC_WRITE;
+        }
+        ta.push(r);
+    }
+    ha.finish();
+    ta.finish();
+    EXPECT_EQ(hosts.size(), 1u);
+    EXPECT_EQ(targets.size(), 1u);
+    Joiner jn;
+    size_t hs = jn.add_source({Side::host, 1, 0, 0, UINT64_MAX, 0, {}});
+    size_t ts = jn.add_source({Side::target, 1, 0, 0, UINT64_MAX, 0, {}});
+    for (const auto& c : hosts)
+        jn.add(hs, c);
+    for (const auto& c : targets)
+        jn.add(ts, c);
+    TcpJoined out;
+    std::vector<Command> joined;
+    JoinCounts jc = jn.join([&](const Command& c) { joined.push_back(c); });
+    EXPECT_EQ(jc.matched, 1u);
+    EXPECT_EQ(joined.size(), 1u);
+    if (joined.empty())
+        return out;
+    out.cmd = joined[0];
+    out.target_counts = ta.counts();
+    const Command& c = out.cmd;
+    EXPECT_EQ(view_of(c), View::joined);
+    out.layout =
+        layout_for(View::joined, layout_key(View::joined, c.present, kComponents), kComponents);
+    EXPECT_TRUE(out.layout.complete());
+    int64_t sum = 0;
+    for (const auto& sg : out.layout.segments) {
+        const int64_t d = static_cast<int64_t>(c.at(sg.to_slot) - c.at(sg.from_slot));
+        EXPECT_GE(d, 0) << sg.name;
+        sum += d;
+        if (!sg.seam)
+            out.shown.emplace_back(sg.name, d);
+        else
+            EXPECT_EQ(d, 0);
+    }
+    EXPECT_EQ(sum, static_cast<int64_t>(c.at(slot(NVMETRACE_EV_RQ_COMPLETE)) -
+                                        c.at(slot(NVMETRACE_EV_BIO_QUEUE))));
+    for (const auto& d : out.layout.details)
+        if (c.has(d.from_slot) && c.has(d.to_slot))
+            out.details.emplace_back(d.name,
+                                     static_cast<int64_t>(c.at(d.to_slot) - c.at(d.from_slot)));
+    return out;
+}
+
+using Rows = std::vector<std::pair<std::string, int64_t>>;
+
+// A read: the seed's table, in path order, with known figures.
+TEST(TcpJoin, ReadHasTheSeedsComponents) {
+    TcpJoined j = tcp_joined(false,
+                             {{NVMETRACE_EV_TCP_CMD_SEND, 3000},
+                              {NVMETRACE_EV_TCP_C2H_RECV, 40'000},
+                              {NVMETRACE_EV_TCP_RSP_RECV, 41'000}},
+                             42'000,
+                             {{NVMETRACE_EV_NVMET_INIT, 10'000, 0},
+                              {NVMETRACE_EV_TCPT_CMD_RECV, 10'100, 9'000},
+                              {NVMETRACE_EV_NVMET_EXEC, 11'000, 0},
+                              {NVMETRACE_EV_NVMET_BIO_DONE, 30'000, 0},
+                              {NVMETRACE_EV_NVMET_COMPLETE, 31'000, 0}});
+    EXPECT_EQ(j.shown, (Rows{{"host block layer, submission", 1000},
+                             {"host driver, submission", 2000},
+                             {"network: wire and NICs (computed)", 15'000},
+                             {"network: target receive path", 1000},
+                             {"target driver, submission", 1000},
+                             {"storage: target block layer and drive", 19'000},
+                             {"target driver, completion", 1000},
+                             {"network: host receive path", 1000},
+                             {"host driver, completion", 1000},
+                             {"host block layer, completion", 500}}));
+    EXPECT_EQ(j.details, (Rows{{"handoff to nvme_complete_rq", 1000}}));
+}
+
+// A read completing on the C2H SUCCESS flag: no response capsule anywhere.
+TEST(TcpJoin, ReadCompletingOnC2hSuccess) {
+    TcpJoined j = tcp_joined(
+        false, {{NVMETRACE_EV_TCP_CMD_SEND, 3000}, {NVMETRACE_EV_TCP_C2H_RECV, 40'000}}, 45'000,
+        {{NVMETRACE_EV_NVMET_INIT, 10'000, 0},
+         {NVMETRACE_EV_TCPT_CMD_RECV, 10'100, 9'000},
+         {NVMETRACE_EV_NVMET_EXEC, 11'000, 0},
+         {NVMETRACE_EV_NVMET_BIO_DONE, 30'000, 0},
+         {NVMETRACE_EV_NVMET_COMPLETE, 31'000, 0}});
+    EXPECT_EQ(j.shown, (Rows{{"host block layer, submission", 1000},
+                             {"host driver, submission", 2000},
+                             {"network: wire and NICs (computed)", 15'000},
+                             {"network: target receive path", 1000},
+                             {"target driver, submission", 1000},
+                             {"storage: target block layer and drive", 19'000},
+                             {"target driver, completion", 1000},
+                             {"network: host receive path", 5000},
+                             {"host block layer, completion", 500}}));
+    EXPECT_EQ(j.details, (Rows{{"handoff to nvme_complete_rq", 5000}}));
+}
+
+// A write whose data is in the command capsule: no R2T, no H2C PDU.
+TEST(TcpJoin, InCapsuleWrite) {
+    TcpJoined j = tcp_joined(
+        true, {{NVMETRACE_EV_TCP_CMD_SEND, 3000}, {NVMETRACE_EV_TCP_RSP_RECV, 50'000}}, 51'000,
+        {{NVMETRACE_EV_NVMET_INIT, 10'000, 0},
+         {NVMETRACE_EV_TCPT_CMD_RECV, 10'100, 9'000},
+         {NVMETRACE_EV_TCPT_DATA_RECV, 10'200, 4096},
+         {NVMETRACE_EV_NVMET_EXEC, 14'000, 0},
+         {NVMETRACE_EV_NVMET_BIO_DONE, 30'000, 0},
+         {NVMETRACE_EV_NVMET_COMPLETE, 31'000, 0}});
+    EXPECT_EQ(j.shown, (Rows{{"host block layer, submission", 1000},
+                             {"host driver, submission", 2000},
+                             {"network: wire and NICs (computed)", 25'000},
+                             {"network: target receive path", 1000},
+                             {"target driver, submission", 200},
+                             {"network: target receive path, in-capsule data", 3800},
+                             {"storage: target block layer and drive", 16'000},
+                             {"target driver, completion", 1000},
+                             {"host driver, completion", 1000},
+                             {"host block layer, completion", 500}}));
+}
+
+// A write solicited by one R2T and sent in three H2C data PDUs (what the
+// Linux target does when the write is larger than the host's MAXH2CDATA):
+// the first of each repeated record counts.
+TEST(TcpJoin, R2tWriteWithSeveralH2cPdus) {
+    TcpJoined j = tcp_joined(true,
+                             {{NVMETRACE_EV_TCP_CMD_SEND, 3000},
+                              {NVMETRACE_EV_TCP_R2T_RECV, 15'000},
+                              {NVMETRACE_EV_TCP_H2C_SEND, 16'000},
+                              {NVMETRACE_EV_TCP_H2C_SEND, 17'000},
+                              {NVMETRACE_EV_TCP_H2C_SEND, 18'000},
+                              {NVMETRACE_EV_TCP_RSP_RECV, 60'000}},
+                             61'000,
+                             {{NVMETRACE_EV_NVMET_INIT, 10'000, 0},
+                              {NVMETRACE_EV_TCPT_CMD_RECV, 10'100, 9'000},
+                              {NVMETRACE_EV_TCPT_R2T_SEND, 10'300, 0},
+                              {NVMETRACE_EV_TCPT_H2C_RECV, 20'000, 0},
+                              {NVMETRACE_EV_TCPT_H2C_RECV, 21'000, 131072},
+                              {NVMETRACE_EV_TCPT_H2C_RECV, 22'000, 262144},
+                              {NVMETRACE_EV_NVMET_EXEC, 25'000, 0},
+                              {NVMETRACE_EV_NVMET_BIO_DONE, 40'000, 0},
+                              {NVMETRACE_EV_NVMET_COMPLETE, 41'000, 0}});
+    EXPECT_EQ(j.target_counts.repeats, 2u);
+    EXPECT_EQ(j.target_counts.lost_end, 0u);
+    EXPECT_EQ(j.shown, (Rows{{"host block layer, submission", 1000},
+                             {"host driver, submission", 2000},
+                             {"network: wire and NICs (computed)", 25'000},
+                             {"network: target receive path", 1000},
+                             {"target driver, submission", 300},
+                             {"network: R2T to H2C data (wire and host)", 9700},
+                             {"network: target receive path, H2C data", 5000},
+                             {"storage: target block layer and drive", 15'000},
+                             {"target driver, completion", 1000},
+                             {"host driver, completion", 1000},
+                             {"host block layer, completion", 500}}));
+}
+
+// Several R2Ts for one write (a target other than Linux's may send them):
+// the first R2T and the first H2C bound the components, the rest are counted.
+TEST(TcpJoin, SeveralR2tsPerWrite) {
+    TcpJoined j = tcp_joined(true,
+                             {{NVMETRACE_EV_TCP_CMD_SEND, 3000},
+                              {NVMETRACE_EV_TCP_R2T_RECV, 15'000},
+                              {NVMETRACE_EV_TCP_H2C_SEND, 16'000},
+                              {NVMETRACE_EV_TCP_R2T_RECV, 25'000},
+                              {NVMETRACE_EV_TCP_H2C_SEND, 26'000},
+                              {NVMETRACE_EV_TCP_RSP_RECV, 60'000}},
+                             61'000,
+                             {{NVMETRACE_EV_NVMET_INIT, 10'000, 0},
+                              {NVMETRACE_EV_TCPT_CMD_RECV, 10'100, 9'000},
+                              {NVMETRACE_EV_TCPT_R2T_SEND, 10'300, 0},
+                              {NVMETRACE_EV_TCPT_H2C_RECV, 20'000, 0},
+                              {NVMETRACE_EV_TCPT_R2T_SEND, 20'500, 65536},
+                              {NVMETRACE_EV_TCPT_H2C_RECV, 30'000, 65536},
+                              {NVMETRACE_EV_NVMET_EXEC, 35'000, 0},
+                              {NVMETRACE_EV_NVMET_BIO_DONE, 40'000, 0},
+                              {NVMETRACE_EV_NVMET_COMPLETE, 41'000, 0}});
+    EXPECT_EQ(j.target_counts.repeats, 2u);
+    EXPECT_EQ(j.target_counts.lost_end, 0u);
+    ASSERT_GE(j.shown.size(), 7u);
+    EXPECT_EQ(j.shown[5],
+              (std::pair<std::string, int64_t>{"network: R2T to H2C data (wire and host)", 9700}));
+    EXPECT_EQ(j.shown[6],
+              (std::pair<std::string, int64_t>{"network: target receive path, H2C data", 15'000}));
+}
+
+// An arrival noted after nvmet_req_init belongs to a later PDU: dropped, and
+// the computed network runs to nvmet_req_init.
+TEST(TcpJoin, ArrivalAfterInitIsDropped) {
+    TcpJoined j = tcp_joined(false,
+                             {{NVMETRACE_EV_TCP_CMD_SEND, 3000},
+                              {NVMETRACE_EV_TCP_C2H_RECV, 40'000},
+                              {NVMETRACE_EV_TCP_RSP_RECV, 41'000}},
+                             42'000,
+                             {{NVMETRACE_EV_NVMET_INIT, 10'000, 0},
+                              {NVMETRACE_EV_TCPT_CMD_RECV, 10'100, 10'050},
+                              {NVMETRACE_EV_NVMET_EXEC, 11'000, 0},
+                              {NVMETRACE_EV_NVMET_BIO_DONE, 30'000, 0},
+                              {NVMETRACE_EV_NVMET_COMPLETE, 31'000, 0}});
+    EXPECT_EQ(j.target_counts.late_times, 1u);
+    EXPECT_FALSE(j.cmd.has(slot(NVMETRACE_EV_TCPT_CMD_RECV)));
+    ASSERT_GE(j.shown.size(), 4u);
+    EXPECT_EQ(j.shown[2],
+              (std::pair<std::string, int64_t>{"network: wire and NICs (computed)", 16'000}));
+    EXPECT_EQ(j.shown[3].first, "target driver, submission");
+}
+
+// A target-only nvmet-tcp write (no host recording): its path starts at the
+// command's arrival on the socket and tiles arrival to nvmet_req_complete,
+// through the R2T and the H2C data.
+TEST(TcpTarget, TargetOnlyWriteStartsAtTheArrival) {
+    DeviceTable devices;
+    devices.add_target_namespace(1, "nvmet nsid 1", 512);
+    std::vector<Command> out;
+    Assembler ta(devices, [&](const Command& c) { out.push_back(c); });
+    const uint16_t cid = 0x2003;
+    const uint64_t lba = 100;
+    const std::tuple<uint16_t, uint64_t, uint64_t> evs[] = {
+        {NVMETRACE_EV_NVMET_INIT, 10'000, 1},    {NVMETRACE_EV_TCPT_CMD_RECV, 10'100, 9'000},
+        {NVMETRACE_EV_TCPT_R2T_SEND, 10'500, 0}, {NVMETRACE_EV_TCPT_H2C_RECV, 20'000, 0},
+        {NVMETRACE_EV_NVMET_EXEC, 21'000, 0},    {NVMETRACE_EV_NVMET_BIO_DONE, 30'000, 0},
+        {NVMETRACE_EV_NVMET_COMPLETE, 31'000, 0}};
+    for (auto [ev, ts, aux] : evs) {
+        auto r = target(ev, ts, cid, lba, 8, aux);
+        r.opcode = 0x01;
+        r.flags |= NVMETRACE_REC_WRITE;
+        ta.push(r);
+    }
+    ta.finish();
+    ASSERT_EQ(out.size(), 1u);
+    const Command& c = out[0];
+    EXPECT_EQ(view_of(c), View::target_only);
+    EXPECT_EQ(c.at(slot(NVMETRACE_EV_TCPT_CMD_RECV)), 9'000u);
+    const Layout l = layout_for(View::target_only,
+                                layout_key(View::target_only, c.present, kComponents), kComponents);
+    EXPECT_TRUE(l.complete());
+    Rows got;
+    for (const auto& sg : l.segments)
+        got.emplace_back(sg.name, static_cast<int64_t>(c.at(sg.to_slot) - c.at(sg.from_slot)));
+    EXPECT_EQ(got, (Rows{{"network: target receive path", 1000},
+                         {"target driver, submission", 500},
+                         {"network: R2T to H2C data (wire and host)", 9500},
+                         {"network: target receive path, H2C data", 1000},
+                         {"storage: target block layer and drive", 9000},
+                         {"target driver, completion", 1000}}));
 }
 
 TEST(Join, CommandIdReuseIsResolvedByOrderWithinTheQueue) {

@@ -52,11 +52,11 @@ run() {
 		fail "$name: components check failed"
 }
 
-SEND="host driver, to the socket (nvme-tcp)"
+SEND="host driver, submission"
 dev=$(connect "")
-run rr4k read "$SEND" "network: host receive path, C2H data" "host driver, completion" \
+run rr4k read "$SEND" "network: host receive path" "host driver, completion" \
 	-- --rw=randread --bs=4k
-run rr128k read "$SEND" "network: host receive path, C2H data" "host driver, completion" \
+run rr128k read "$SEND" "network: host receive path" "host driver, completion" \
 	-- --rw=randread --bs=128k
 run rw4k-inline write "$SEND" "host driver, completion" "!host driver, R2T to H2C data" \
 	-- --rw=randwrite --bs=4k
@@ -67,7 +67,7 @@ nvme_disconnect_all
 # Without SQ flow control the target sends reads' C2H data with the SUCCESS flag and no
 # response capsule (nvmet_setup_c2h_data_pdu(): sqhd_disabled).
 dev=$(connect ",disable_sqflow")
-run rr4k-success read "$SEND" "network: host receive path, C2H+SUCCESS" \
+run rr4k-success read "$SEND" "network: host receive path" "handoff to nvme_complete_rq" \
 	"!host driver, completion" -- --rw=randread --bs=4k
 nvme_disconnect_all
 

@@ -124,6 +124,16 @@ enum nvmetrace_event {
 	NVMETRACE_EV_TCP_RSP_RECV	= 68,	/* response capsule received */
 
 	/*
+	 * nvmet-tcp target (kmod/hooks.c, "nvmet-tcp target").  All of them
+	 * come before nvmet_bdev_execute_rw: nvmet-tcp's send side after
+	 * nvmet_req_complete has no function of its own in both kernels.
+	 */
+	NVMETRACE_EV_TCPT_CMD_RECV	= 96,	/* command capsule arrived; aux: see below */
+	NVMETRACE_EV_TCPT_R2T_SEND	= 97,	/* R2T queued for sending; aux: r2t offset */
+	NVMETRACE_EV_TCPT_H2C_RECV	= 98,	/* H2C data PDU header received; aux: below */
+	NVMETRACE_EV_TCPT_DATA_RECV	= 99,	/* in-capsule data follows; aux: its length */
+
+	/*
 	 * nvme-rdma host (kmod/hooks_rdma.c).  The send completion may come
 	 * before or after the response.
 	 */
@@ -153,6 +163,15 @@ enum nvmetrace_event {
  */
 #define NVMETRACE_C2H_AUX_FLAGS_SHIFT	32
 #define NVMETRACE_C2H_F_DATA_SUCCESS	0x08u
+
+/*
+ * aux of NVMETRACE_EV_TCPT_CMD_RECV: the CLOCK_MONOTONIC ns at which data last
+ * arrived on the queue's socket (its sk_data_ready callback) before nvmet-tcp
+ * read the command; the record itself is written just after nvmet_req_init.
+ * aux of NVMETRACE_EV_TCPT_H2C_RECV: the PDU's data offset in the low 32
+ * bits, its data length above.
+ */
+#define NVMETRACE_H2C_AUX_LEN_SHIFT	32
 
 #define NVMETRACE_NO_LBA		(~(__u64)0)
 
@@ -290,6 +309,20 @@ enum nvmetrace_layout_attr {
 	/* further groups start at fixed numbers */
 	NVMETRACE_L_NVMET_TCP_BASE	= 64,	/* nvmet-tcp target group */
 	NVMETRACE_L_NVME_RDMA_BASE	= 96,	/* nvme-rdma host group */
+
+	/*
+	 * nvmet-tcp target (/sys/kernel/btf/nvmet_tcp): all of them, or none.
+	 * Without them the nvmet-tcp hooks are refused, the others still run.
+	 */
+	NVMETRACE_L_NVMET_TCP_CMD_QUEUE	= NVMETRACE_L_NVMET_TCP_BASE, /* struct nvmet_tcp_cmd.queue */
+	NVMETRACE_L_NVMET_TCP_CMD_REQ,	/* .req (struct nvmet_req) */
+	NVMETRACE_L_NVMET_TCP_CMD_RBYTES_DONE, /* .rbytes_done (u32) */
+	NVMETRACE_L_NVMET_TCP_CMD_PDU_LEN, /* .pdu_len (u32) */
+	NVMETRACE_L_NVMET_TCP_CMD_SIZE,	/* sizeof(struct nvmet_tcp_cmd) */
+	NVMETRACE_L_NVMET_TCP_QUEUE_PDU, /* struct nvmet_tcp_queue.pdu */
+	NVMETRACE_L_NVMET_TCP_QUEUE_SIZE, /* sizeof(struct nvmet_tcp_queue) */
+	NVMETRACE_L_NVMET_TCP_REQ_TRANSFER_LEN, /* struct nvmet_req.transfer_len (size_t) */
+	NVMETRACE_L_NVMET_TCP_LAST	= NVMETRACE_L_NVMET_TCP_REQ_TRANSFER_LEN,
 
 	/*
 	 * nvme-rdma host (/sys/kernel/btf/nvme_rdma, which also carries the
@@ -430,6 +463,7 @@ enum nvmetrace_dma_iommu {
 	NVMETRACE_DMA_IOMMU_TRANSLATING	= 2,	/* DMA addresses are translated (IOVAs) */
 	NVMETRACE_DMA_IOMMU_OTHER	= 3,	/* blocked or unmanaged domain */
 };
+
 
 enum nvmetrace_state {
 	NVMETRACE_STATE_IDLE		= 0,
