@@ -16,7 +16,7 @@ insmod "$NVMETRACE_KO" || fail "insmod failed"
 "$NVMETRACE_BIN" record -r host -r target -s 1 -i 1 -o "$RESULTS/rec.ntr" >"$RESULTS/record.out" 2>&1 &
 REC=$!
 # attaching takes a while under TCG on a busy machine: fio starts once it has
-wait_for 60 grep -q 'profiling as' "$RESULTS/record.out" || { cat "$RESULTS/record.out"; fail "record did not start"; }
+wait_for 120 grep -q 'profiling as' "$RESULTS/record.out" || { cat "$RESULTS/record.out"; fail "record did not start"; }
 run_fio rd --filename="/dev/$dev" --ioengine=libaio --direct=1 --rw=randread --bs=4k \
 	--iodepth=1 --time_based --runtime=3 || fail "fio failed"
 kill -INT $REC

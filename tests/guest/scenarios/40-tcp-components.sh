@@ -34,7 +34,7 @@ run() {
 		>"$RESULTS/$name.record.out" 2>&1 &
 	rec=$!
 	# attaching takes a while under TCG on a busy machine: fio starts once it has
-	wait_for 60 grep -q 'profiling as' "$RESULTS/$name.record.out" ||
+	wait_for 120 grep -q 'profiling as' "$RESULTS/$name.record.out" ||
 		{ cat "$RESULTS/$name.record.out"; fail "record $name did not start"; }
 	run_fio "$name" --filename="/dev/$dev" --ioengine=libaio --direct=1 --iodepth=1 \
 		--time_based --runtime=2 "$@" || fail "fio $name failed"

@@ -42,7 +42,7 @@ run() {
 		>"$RESULTS/$name.record.out" 2>&1 &
 	rec=$!
 	# fio starts once the recording has (a loaded machine can take seconds)
-	wait_for 60 grep -q "profiling as" "$RESULTS/$name.record.out" ||
+	wait_for 120 grep -q "profiling as" "$RESULTS/$name.record.out" ||
 		fail "$name: the recorder did not start"
 	sleep 0.5
 	run_fio "$name" --filename="/dev/$dev" --ioengine=libaio --direct=1 --iodepth=1 \
