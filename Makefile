@@ -7,6 +7,8 @@
 #   make demo         the main job on the embedded default: a Debian kernel under
 #                     QEMU, an NVMe/TCP target and host, fio, nvmetrace recording, report
 #   make check        every test (tests/run): unit, KUnit, DKMS, guest scenarios on 6.1 and 6.12
+#   make check-debug  reliability scenarios on a KASAN/lockdep/kmemleak kernel built from
+#                     Debian's 6.12 source (tests/check-debug; the build is cached, hours cold)
 #   make bench        overhead and speed benchmarks (ratios measured side by side):
 #                     tools/bench (tracing overhead), tools/bench-io (nvmetrace bench vs fio),
 #                     then bench-join
@@ -22,7 +24,7 @@ BUILD ?= $(CURDIR)/build
 PREFIX ?= /usr/local
 export NVMETRACE_BUILD := $(BUILD)
 
-.PHONY: all deps module tool check demo bench bench-join install dkms-install clean
+.PHONY: all deps module tool check check-debug demo bench bench-join install dkms-install clean
 
 all: module tool
 
@@ -43,6 +45,9 @@ tool:
 
 check:
 	tests/run
+
+check-debug:
+	tests/check-debug
 
 demo:
 	tools/demo

@@ -1,0 +1,94 @@
+#!/bin/bash
+# 22-reset-overflow: a recording lives through what a real machine does to it. nvmetrace is
+# loaded with the smallest ring (ring_kb=4: 64 records per CPU) and records host and target at
+# 1-of-1 while fio runs on the nvme-tcp namespace; during the recording the controller is
+# reset, then deleted (disconnect) and connected again, and fio runs on the new namespace.
+# Asserts: fio saw no error across the reset; the recorder ends cleanly; the rings overflowed
+# and the loss is counted and reported, never a corrupt file (report reads every block); the
+# report still holds commands from before and after the reconnect; the module unloads. A
+# splat of any kind (KASAN, lockdep, atomic sleep on a debug kernel) fails the scenario, and
+# where kmemleak is on, a leak whose trace names nvmetrace fails it too.
+# lane-timeout: 300
+. "$NVMETRACE_SRC/tests/guest/lib.sh"
+need_ko
+need_bin
+
+nvmet_tcp_setup
+dev=$(nvme_tcp_connect)
+ctrl_of() { # the nvme-tcp controller (nvmeN) of subsystem NQN
+	local c
+	for c in /sys/class/nvme/nvme*; do
+		[ "$(cat "$c/transport" 2>/dev/null)" = tcp ] || continue
+		[ "$(cat "$c/subsysnqn" 2>/dev/null)" = "$NVMET_NQN" ] || continue
+		echo "${c##*/}"; return 0
+	done
+	return 1
+}
+ctrl=$(ctrl_of) || fail "no nvme-tcp controller for $NVMET_NQN"
+log "device $dev, controller $ctrl"
+
+insmod "$NVMETRACE_KO" ring_kb=4 || fail "insmod ring_kb=4 failed"
+"$NVMETRACE_BIN" record -r host -r target -s 1 -o "$RESULTS/rec.ntr" >"$RESULTS/record.out" 2>&1 &
+REC=$!
+wait_for 120 grep -q 'profiling as' "$RESULTS/record.out" || { cat "$RESULTS/record.out"; fail "record did not start"; }
+
+# 1. a controller reset under load: nvme-tcp requeues what was in flight, fio sees no error
+run_fio_bg reset --filename="/dev/$dev" --ioengine=libaio --direct=1 --rw=randrw --bs=4k \
+	--iodepth=8 --time_based --runtime=6
+sleep 2
+echo 1 >"/sys/class/nvme/$ctrl/reset_controller" || fail "reset_controller refused"
+log "reset $ctrl"
+wait_for 30 bash -c "[ \"\$(cat /sys/class/nvme/$ctrl/state)\" = live ]" ||
+	fail "$ctrl not live again after the reset: $(cat "/sys/class/nvme/$ctrl/state")"
+wait "$FIO_PID" || fail "fio failed across the reset: $(tail -n 5 "$RESULTS/reset.log")"
+fio_check reset
+
+# 2. the controller goes away while recording, and a new one comes
+echo 1 >"/sys/class/nvme/$ctrl/delete_controller" || fail "delete_controller refused"
+wait_for 10 bash -c "[ ! -e /sys/class/nvme/$ctrl ]" || fail "$ctrl still there after delete"
+log "deleted $ctrl"
+dev2=$(nvme_tcp_connect)
+log "connected again: $dev2 ($(ctrl_of))"
+run_fio again --filename="/dev/$dev2" --ioengine=libaio --direct=1 --rw=randread --bs=4k \
+	--iodepth=4 --time_based --runtime=3 || fail "fio on the new namespace failed"
+fio_check again
+
+kill -INT $REC
+wait $REC || { cat "$RESULTS/record.out"; fail "record failed"; }
+cat "$RESULTS/record.out"
+"$NVMETRACE_BIN" status || fail "status failed"
+
+# overflow: counted by the module, carried in the file, said by the report
+"$NVMETRACE_BIN" report "$RESULTS/rec.ntr" >"$RESULTS/report.txt" 2>"$RESULTS/report.err" ||
+	fail "report failed: $(cat "$RESULTS/report.err")"
+cat "$RESULTS/report.txt" "$RESULTS/report.err"
+grep -qE '^lost: [1-9][0-9]* records' "$RESULTS/report.txt" ||
+	fail "the 64-record rings did not overflow, or the loss was not reported"
+grep -q 'commands sampled' "$RESULTS/report.txt" || fail "the report shows no commands"
+grep -qi 'cut off\|corrupt' "$RESULTS/report.err" && fail "the recording is not whole: $(cat "$RESULTS/report.err")"
+"$NVMETRACE_BIN" report --json "$RESULTS/rec.ntr" >"$RESULTS/report.json" || fail "report --json failed"
+lost=$(jq "[.[0].records.lost_host, .[0].records.lost_target] | add" "$RESULTS/report.json")
+n=$(jq '[.[0].groups[] | .n] | add // 0' "$RESULTS/report.json")
+log "lost $lost records; $n commands in the report"
+[ "$lost" -gt 0 ] || fail "report --json has no lost records"
+[ "$n" -gt 0 ] || fail "report --json has no commands"
+# commands of both namespaces (before and after the reconnect) when they have different names
+if [ "$dev2" != "$dev" ]; then
+	for d in "$dev" "$dev2"; do
+		grep -q " $d:" "$RESULTS/report.txt" || fail "no group of $d in the report"
+	done
+fi
+
+rmmod nvmetrace || fail "rmmod failed"
+nvme_disconnect_all
+nvmet_teardown
+
+KML=/sys/kernel/debug/kmemleak
+[ -e $KML ] || mount -t debugfs none /sys/kernel/debug 2>/dev/null || true
+if [ -w $KML ]; then
+	echo scan >$KML; sleep 1; echo scan >$KML
+	cat $KML >"$RESULTS/kmemleak.txt"
+	log "kmemleak: $(grep -c 'unreferenced object' "$RESULTS/kmemleak.txt") unreferenced objects in all"
+	grep -q nvmetrace "$RESULTS/kmemleak.txt" && fail "kmemleak: a leak with nvmetrace in its trace"
+fi
+log "ok"
