@@ -34,6 +34,8 @@ grep -qE '^ +[0-9.]+s  read 4KiB nvme' "$RESULTS/record.out" || fail "no live li
 # SIGKILL mid-recording: the file stays readable up to its last flushed block
 "$NVMETRACE_BIN" record -r host -r target -s 1 -o "$RESULTS/killed.ntr" >"$RESULTS/killed.out" 2>&1 &
 REC=$!
+# killed before it records (a slow kernel: a debug build takes long to attach), it would hold nothing
+wait_for 120 grep -q 'profiling as' "$RESULTS/killed.out" || { cat "$RESULTS/killed.out"; fail "record did not start"; }
 run_fio rd2 --filename="/dev/$dev" --ioengine=libaio --direct=1 --rw=randread --bs=4k \
 	--iodepth=1 --time_based --runtime=3 || fail "fio failed"
 kill -KILL $REC; wait $REC || true
