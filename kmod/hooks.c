@@ -784,6 +784,13 @@ static __always_inline void target_event(u16 event, const void *req,
 	     (op == nvme_cmd_write ? NVMETRACE_REC_WRITE : 0), aux);
 }
 
+/* an event of an nvmet_req whose command is found through the req's layout */
+static __always_inline void req_event(u16 event, const void *req)
+{
+	target_event(event, req,
+		     FIELD_AT(const struct nvme_command *, req, cfg.layout.req_cmd), 0);
+}
+
 static void probe_nvmet_init(void *data, void *req, struct nvme_command *cmd)
 {
 	target_event(NVMETRACE_EV_NVMET_INIT, req, cmd,
@@ -801,19 +808,16 @@ static void probe_nvmet_complete(void *data, void *req)
 		     le16_to_cpu(cqe->status) >> 1);
 }
 
-/* kprobe at nvmet_bdev_execute_rw(struct nvmet_req *req) */
 /* the probe_test_symbol kprobe: records nothing */
 static int kp_test_noop(struct kprobe *kp, struct pt_regs *regs)
 {
 	return 0;
 }
 
+/* at nvmet_bdev_execute_rw(struct nvmet_req *req) */
 static int kp_nvmet_exec(struct kprobe *kp, struct pt_regs *regs)
 {
-	const void *req = (const void *)regs_get_kernel_argument(regs, 0);
-
-	target_event(NVMETRACE_EV_NVMET_EXEC, req,
-		     FIELD_AT(const struct nvme_command *, req, cfg.layout.req_cmd), 0);
+	req_event(NVMETRACE_EV_NVMET_EXEC, (const void *)regs_get_kernel_argument(regs, 0));
 	return 0;
 }
 

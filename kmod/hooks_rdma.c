@@ -221,8 +221,7 @@ static int kp_rdmat_read_done(struct kprobe *kp, struct pt_regs *regs)
 	if (!cqe)
 		return 0;
 	req = rdmat_rsp_req(cqe, RDMAT_OFF(RSP_READ_CQE));
-	target_event(NVMETRACE_EV_RDMAT_READ_DONE, req,
-		     FIELD_AT(const struct nvme_command *, req, cfg.layout.req_cmd), 0);
+	req_event(NVMETRACE_EV_RDMAT_READ_DONE, req);
 	return 0;
 }
 
@@ -232,10 +231,7 @@ static int kp_rdmat_read_done(struct kprobe *kp, struct pt_regs *regs)
  */
 static int kp_rdmat_queue_response(struct kprobe *kp, struct pt_regs *regs)
 {
-	const void *req = (const void *)regs_get_kernel_argument(regs, 0);
-
-	target_event(NVMETRACE_EV_RDMAT_RSP_POST, req,
-		     FIELD_AT(const struct nvme_command *, req, cfg.layout.req_cmd), 0);
+	req_event(NVMETRACE_EV_RDMAT_RSP_POST, (const void *)regs_get_kernel_argument(regs, 0));
 	return 0;
 }
 
