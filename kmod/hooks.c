@@ -6,7 +6,8 @@
  * for_each_kernel_tracepoint(), ones in nvme-core and nvmet through the
  * tracepoint module notifier, which also replays modules already loaded) and
  * function-entry hooks (an ftrace_ops of their own, ftrace_hook.c, else a
- * kprobe; re-armed by a module notifier when their module comes back).  Nothing needs to be exported by the kernel and the load order
+ * kprobe; re-armed by a module notifier when their module comes back).
+ * Nothing needs to be exported by the kernel and the load order
  * of nvme-core, nvmet and nvmetrace does not matter.
  *
  * Hooks are registered at START and removed at STOP, so an idle nvmetrace
