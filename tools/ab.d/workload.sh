@@ -104,8 +104,17 @@ for cell in $MATRIX; do
 	rec=$OUT/$name.ntr
 	"$NT" record "${roles[@]}" -s "$SAMPLE" -o "$rec" >"$OUT/$name.record.out" 2>&1 &
 	rpid=$!
-	sleep 0.5
 	why=""
+	# the workload starts once every hook is attached (seconds under TCG): a fixed pause
+	# here once let a whole 1 s cell run before the recorder had attached
+	if ! recorder_started "$OUT/$name.record.out"; then
+		kill -INT $rpid 2>/dev/null || true
+		wait $rpid || true
+		why="the recorder did not start within 120 s: $(tail -n1 "$OUT/$name.record.out" | tr ',' ';')"
+		echo "$name,$rw,$bs,$qd,failed,$RUNTIME,,,,,,,,,,,,$why" >>"$csv"
+		log "cell $name FAILED: $why"
+		continue
+	fi
 	run_fio "$name" --filename="$DEVICE" --ioengine=libaio --direct=1 --rw="$rw" --bs="$bs" \
 		--iodepth="$qd" --size=256m --time_based --runtime="$RUNTIME" --randrepeat=0 --lat_percentiles=1 ||
 		why="fio failed: $(tail -n1 "$OUT/$name.log" | tr ',' ';')"
@@ -114,6 +123,9 @@ for cell in $MATRIX; do
 	if [ -z "$why" ]; then
 		"$NT" report --json "$rec" >"$OUT/$name.report.json" 2>"$OUT/$name.report.err" ||
 			why="report failed: $(tail -n1 "$OUT/$name.report.err" | tr ',' ';')"
+	fi
+	if [ -z "$why" ] && [ "$(jq '[.[].commands.reported] | add // 0' "$OUT/$name.report.json")" = 0 ]; then
+		why="the recording holds no commands (see $name.record.out)"
 	fi
 	if [ -n "$why" ]; then
 		echo "$name,$rw,$bs,$qd,failed,$RUNTIME,,,,,,,,,,,,$why" >>"$csv"
