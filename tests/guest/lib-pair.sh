@@ -67,16 +67,4 @@ pair_target_teardown() {
 	modprobe -r nvmet_rdma 2>/dev/null || true
 }
 
-pair_host_connect() {
-	local tr=$1 reply
-	need_module "nvme_$tr"
-	[ -c /dev/nvme-fabrics ] || wait_for 5 test -c /dev/nvme-fabrics || fail "/dev/nvme-fabrics missing"
-	exec 9<>/dev/nvme-fabrics
-	echo "transport=$tr,traddr=$PAIR_TARGET_ADDR,trsvcid=$NVMET_PORT,nqn=$NVMET_NQN" >&9 ||
-		{ exec 9<&-; fail "nvme-$tr connect to $PAIR_TARGET_ADDR:$NVMET_PORT failed"; }
-	read -r reply <&9 || true
-	exec 9<&-
-	log "nvme-$tr: connected ($reply)" >&2
-	wait_for 10 nvme_bdev_of "$NVMET_NQN" >/dev/null || fail "no block device for $NVMET_NQN"
-	nvme_bdev_of "$NVMET_NQN"
-}
+pair_host_connect() { nvme_fabrics_connect "$1" "$PAIR_TARGET_ADDR"; }

@@ -12,15 +12,18 @@
 #   need_bin                  skip unless NVMETRACE_BIN points at the built user tool
 #   nvmet_tcp_setup [NQN]     null_blk-backed nvmet subsystem NQN (default $NVMET_NQN) on a
 #                             TCP port at $NVMET_ADDR:$NVMET_PORT (127.0.0.1:4420)
-#   nvme_tcp_connect [NQN]    connect the nvme-tcp host to it; prints the block device
-#                             (e.g. nvme0n1) once /dev/<name> exists
+#   nvme_tcp_connect [NQN] [OPTIONS]  connect the nvme-tcp host to it; prints the block
+#                             device (e.g. nvme0n1) once /dev/<name> exists
+#   nvme_fabrics_connect TRANSPORT ADDR [NQN] [OPTIONS]  the same, to any fabrics target
 #   rxe_setup                 soft-RoCE: rdma_rxe on one end of a veth pair, address
 #                             $RDMA_ADDR (10.99.0.1): host and target both use it
 #   nvmet_rdma_setup [NQN]    like nvmet_tcp_setup, on an RDMA port at $RDMA_ADDR:$NVMET_PORT
 #   nvme_rdma_connect [NQN] [OPTIONS]  connect nvme-rdma to it; prints the block device
 #   rdma_teardown             remove the rxe link and the veth pair
 #   nvme_disconnect_all       delete every NVMe fabrics controller
+#   nvmet_port_param PORT-ID NAME VALUE  set the port's param_NAME (e.g. inline_data_size)
 #   nvmet_teardown            remove the ports, subsystems and namespaces set up above
+#   recorder_wait OUT [WHAT [SECS]]  wait until `nvmetrace record >OUT` records, or fail
 #   run_fio NAME FIO-ARGS...  run fio with JSON output into $RESULTS/NAME.json (+ NAME.log)
 #   run_fio_bg NAME ARGS...   same, in the background (pid in FIO_PID); fio_stop ends it
 #   fio_ios NAME              total completed I/Os (read+write+trim) in $RESULTS/NAME.json
@@ -68,6 +71,13 @@ wait_for() {
 	done
 }
 
+# recorder_started OUT [SECS]: wait (default 120 s) until an `nvmetrace record` writing to OUT
+# says it records; attaching takes seconds under TCG on a busy machine, so a workload starts
+# only after this
+recorder_started() { wait_for "${2:-120}" grep -q 'profiling as' "$1"; }
+# recorder_wait OUT [WHAT [SECS]]: recorder_started, or fail with what the recorder printed
+recorder_wait() { recorder_started "$1" "${3:-120}" || { cat "$1"; fail "${2:+$2: }the recorder did not start"; }; }
+
 # nvmet_setup TRTYPE ADDR PORT-ID [NQN]: a null_blk-backed subsystem NQN on a port of the
 # transport at ADDR:$NVMET_PORT (the modules: null_blk, nvmet, nvmet_TRTYPE)
 nvmet_setup() {
@@ -93,6 +103,16 @@ nvmet_setup() {
 
 nvmet_tcp_setup() { nvmet_setup tcp "$NVMET_ADDR" 1 "$@"; }
 
+# nvmet_port_param PORT-ID NAME VALUE [NQN]: set a port's param_NAME; the port takes it only
+# while no subsystem is linked to it, so NQN's link is taken away and put back around it
+nvmet_port_param() {
+	local p=$NVMET_CFG/ports/$1 nqn=${4:-$NVMET_NQN}
+	rm "$p/subsystems/$nqn"
+	echo "$3" >"$p/param_$2" || fail "nvmet port $1: param_$2 refused $3"
+	ln -s "$NVMET_CFG/subsystems/$nqn" "$p/subsystems/$nqn"
+	[ "$(cat "$p/param_$2")" = "$3" ] || fail "nvmet port $1: param_$2 not taken"
+}
+
 # the block device (nvmeXnY) of subsystem NQN, if any
 nvme_bdev_of() {
 	local nqn=$1 b n
@@ -106,20 +126,25 @@ nvme_bdev_of() {
 	return 1
 }
 
-# nvme_tcp_connect [NQN] [OPTIONS]: OPTIONS are extra fabrics options, e.g. ",disable_sqflow"
-nvme_tcp_connect() {
-	local nqn=${1:-$NVMET_NQN} opts=${2:-} reply
-	need_module nvme_tcp
+# nvme_fabrics_connect TRANSPORT ADDR [NQN] [OPTIONS]: connect to NQN (default $NVMET_NQN) at
+# ADDR:$NVMET_PORT through /dev/nvme-fabrics and print its block device (nvmeXnY); OPTIONS
+# are extra fabrics options, e.g. ",disable_sqflow"
+nvme_fabrics_connect() {
+	local tr=$1 addr=$2 nqn=${3:-$NVMET_NQN} opts=${4:-} reply
+	need_module "nvme_$tr"
 	[ -c /dev/nvme-fabrics ] || wait_for 5 test -c /dev/nvme-fabrics || fail "/dev/nvme-fabrics missing"
 	exec 9<>/dev/nvme-fabrics
-	echo "transport=tcp,traddr=$NVMET_ADDR,trsvcid=$NVMET_PORT,nqn=$nqn$opts" >&9 ||
-		{ exec 9<&-; fail "nvme-tcp connect to $NVMET_ADDR:$NVMET_PORT ($nqn$opts) failed"; }
+	echo "transport=$tr,traddr=$addr,trsvcid=$NVMET_PORT,nqn=$nqn$opts" >&9 ||
+		{ exec 9<&-; fail "nvme-$tr connect to $addr:$NVMET_PORT ($nqn$opts) failed"; }
 	read -r reply <&9 || true
 	exec 9<&-
-	log "nvme-tcp: connected$opts ($reply)" >&2
+	log "nvme-$tr: connected$opts ($reply)" >&2
 	wait_for 10 nvme_bdev_of "$nqn" >/dev/null || fail "no block device for $nqn after connect"
 	nvme_bdev_of "$nqn"
 }
+# nvme_tcp_connect [NQN] [OPTIONS] / nvme_rdma_connect [NQN] [OPTIONS]: to this guest's target
+nvme_tcp_connect() { nvme_fabrics_connect tcp "$NVMET_ADDR" "$@"; }
+nvme_rdma_connect() { nvme_fabrics_connect rdma "$RDMA_ADDR" "$@"; }
 
 rxe_setup() {
 	local m
@@ -138,21 +163,6 @@ rxe_setup() {
 }
 
 nvmet_rdma_setup() { nvmet_setup rdma "$RDMA_ADDR" 2 "$@"; }
-
-# nvme_rdma_connect [NQN] [OPTIONS]: OPTIONS are extra fabrics options, e.g. ",nr_io_queues=1"
-nvme_rdma_connect() {
-	local nqn=${1:-$NVMET_NQN} opts=${2:-} reply
-	need_module nvme_rdma
-	[ -c /dev/nvme-fabrics ] || wait_for 5 test -c /dev/nvme-fabrics || fail "/dev/nvme-fabrics missing"
-	exec 9<>/dev/nvme-fabrics
-	echo "transport=rdma,traddr=$RDMA_ADDR,trsvcid=$NVMET_PORT,nqn=$nqn$opts" >&9 ||
-		{ exec 9<&-; fail "nvme-rdma connect to $RDMA_ADDR:$NVMET_PORT ($nqn$opts) failed"; }
-	read -r reply <&9 || true
-	exec 9<&-
-	log "nvme-rdma: connected$opts ($reply)" >&2
-	wait_for 10 nvme_bdev_of "$nqn" >/dev/null || fail "no block device for $nqn after connect"
-	nvme_bdev_of "$nqn"
-}
 
 rdma_teardown() {
 	modprobe -r nvme_rdma nvmet_rdma 2>/dev/null || true

@@ -116,7 +116,7 @@ one_run() {
 		out=$RESULTS/runs/$name.record
 		"$NT" record "${roles[@]}" -s "${BASH_REMATCH[1]}" -o "/tmp/$name.ntr" >"$out" 2>&1 &
 		rec=$!
-		wait_for 60 grep -q 'profiling as' "$out" || { cat "$out"; fail "$name: record did not start"; }
+		recorder_wait "$out" "$name"
 		! mountpoint -q /sys/kernel/btf/nvme_tcp || umount /sys/kernel/btf/nvme_tcp
 		# what is attached while recording (once per case)
 		[ -f "$RESULTS/hooks-$c.txt" ] || {

@@ -31,7 +31,7 @@ kprobed() { grep -E " $1(\+0x0)?( |$)" $KL 2>/dev/null || true; }
 "$NT" record -r host -s 1 -o "$RESULTS/rec.ntr" >"$RESULTS/record.out" 2>&1 &
 REC=$!
 trap 'kill -INT $REC 2>/dev/null || true' EXIT
-wait_for 120 grep -q 'profiling as' "$RESULTS/record.out" || { cat "$RESULTS/record.out"; fail "record did not start"; }
+recorder_wait "$RESULTS/record.out"
 cp $EF "$RESULTS/enabled-1.txt"
 cat $KL >"$RESULTS/kprobes-1.txt" 2>/dev/null || true
 for f in nvme_tcp_try_send nvme_tcp_recv_skb blkdev_read_iter aio_complete_rw __x64_sys_io_submit; do

@@ -30,7 +30,7 @@ log "device $dev, controller $ctrl"
 insmod "$NVMETRACE_KO" ring_kb=4 || fail "insmod ring_kb=4 failed"
 "$NVMETRACE_BIN" record -r host -r target -s 1 -o "$RESULTS/rec.ntr" >"$RESULTS/record.out" 2>&1 &
 REC=$!
-wait_for 120 grep -q 'profiling as' "$RESULTS/record.out" || { cat "$RESULTS/record.out"; fail "record did not start"; }
+recorder_wait "$RESULTS/record.out"
 
 # 1. a controller reset under load: nvme-tcp requeues what was in flight, fio sees no error
 run_fio_bg reset --filename="/dev/$dev" --ioengine=libaio --direct=1 --rw=randrw --bs=4k \

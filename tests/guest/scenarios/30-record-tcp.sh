@@ -15,8 +15,7 @@ insmod "$NVMETRACE_KO" || fail "insmod failed"
 
 "$NVMETRACE_BIN" record -r host -r target -s 1 -i 1 -o "$RESULTS/rec.ntr" >"$RESULTS/record.out" 2>&1 &
 REC=$!
-# attaching takes a while under TCG on a busy machine: fio starts once it has
-wait_for 120 grep -q 'profiling as' "$RESULTS/record.out" || { cat "$RESULTS/record.out"; fail "record did not start"; }
+recorder_wait "$RESULTS/record.out"
 run_fio rd --filename="/dev/$dev" --ioengine=libaio --direct=1 --rw=randread --bs=4k \
 	--iodepth=1 --time_based --runtime=3 || fail "fio failed"
 kill -INT $REC
@@ -35,7 +34,7 @@ grep -qE '^ +[0-9.]+s  read 4KiB nvme' "$RESULTS/record.out" || fail "no live li
 "$NVMETRACE_BIN" record -r host -r target -s 1 -o "$RESULTS/killed.ntr" >"$RESULTS/killed.out" 2>&1 &
 REC=$!
 # killed before it records (a slow kernel: a debug build takes long to attach), it would hold nothing
-wait_for 120 grep -q 'profiling as' "$RESULTS/killed.out" || { cat "$RESULTS/killed.out"; fail "record did not start"; }
+recorder_wait "$RESULTS/killed.out"
 run_fio rd2 --filename="/dev/$dev" --ioengine=libaio --direct=1 --rw=randread --bs=4k \
 	--iodepth=1 --time_based --runtime=3 || fail "fio failed"
 kill -KILL $REC; wait $REC || true

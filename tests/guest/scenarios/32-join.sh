@@ -20,9 +20,7 @@ for rw in randread randwrite; do
 		mkdir -p "$d"
 		"$NT" record -r host -r target -s "$s" -o "$d/rec.ntr" >"$d/record.out" 2>&1 &
 		rec=$!
-		# attaching takes a while under TCG on a busy machine: fio starts once it has
-		wait_for 120 grep -q 'profiling as' "$d/record.out" ||
-			{ cat "$d/record.out"; fail "$label: record did not start"; }
+		recorder_wait "$d/record.out" "$label"
 		run_fio "$label" --filename="/dev/$dev" --ioengine=libaio --direct=1 --rw="$rw" \
 			--bs=4k --iodepth=4 --size=64m --time_based --runtime=2 || fail "$label: fio failed"
 		sleep 0.2

@@ -43,8 +43,7 @@ for rw in randread randwrite; do
 				# every hook is attached once the recorder says it is recording (once, on
 				# 6.12 under TCG, this took over 60 s after a dozen recordings; cause not
 				# yet known)
-				wait_for 180 grep -q "Ctrl-C to stop" "$d/record.out" ||
-					{ cat "$d/record.out"; fail "$label: record did not start"; }
+				recorder_wait "$d/record.out" "$label" 180
 				fio --name="$label" --filename="/dev/$dev" --ioengine=libaio --direct=1 \
 					--rw="$rw" --bs="$bs" --iodepth="$qd" --size=256m --time_based \
 					--runtime="$SECS" --write_lat_log="$d/fio" --log_offset=1 --output-format=json \

@@ -11,12 +11,8 @@ CHECK=$NVMETRACE_SRC/tests/guest/tcp_components_check.sh
 
 nvmet_tcp_setup
 # In-capsule data up to 16 KiB (nvmet-tcp's default, set here so the test does not
-# depend on it): 4k writes go in the capsule, 64k ones wait for an R2T.  The port
-# takes the parameter only while no subsystem is linked to it.
-port=$NVMET_CFG/ports/1
-rm "$port/subsystems/$NVMET_NQN"
-echo 16384 >"$port/param_inline_data_size"
-ln -s "$NVMET_CFG/subsystems/$NVMET_NQN" "$port/subsystems/$NVMET_NQN"
+# depend on it): 4k writes go in the capsule, 64k ones wait for an R2T.
+nvmet_port_param 1 inline_data_size 16384
 
 # connect OPTIONS: nvme_tcp_connect with extra fabrics options
 connect() { nvme_tcp_connect "$NVMET_NQN" "$1"; }
@@ -33,9 +29,7 @@ run() {
 	"$NVMETRACE_BIN" record -r host -r target -s 1 -o "$RESULTS/$name.ntr" \
 		>"$RESULTS/$name.record.out" 2>&1 &
 	rec=$!
-	# attaching takes a while under TCG on a busy machine: fio starts once it has
-	wait_for 120 grep -q 'profiling as' "$RESULTS/$name.record.out" ||
-		{ cat "$RESULTS/$name.record.out"; fail "record $name did not start"; }
+	recorder_wait "$RESULTS/$name.record.out" "$name"
 	run_fio "$name" --filename="/dev/$dev" --ioengine=libaio --direct=1 --iodepth=1 \
 		--time_based --runtime=2 "$@" || fail "fio $name failed"
 	sleep 0.2

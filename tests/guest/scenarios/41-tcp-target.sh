@@ -19,13 +19,8 @@ need_module nvmet_tcp
 CHECK=$NVMETRACE_SRC/tests/guest/tcp_target_check.py
 
 nvmet_tcp_setup
-# In-capsule data up to 16 KiB, set here so the test does not depend on nvmet-tcp's
-# default; the port takes it only while no subsystem is linked to it.
-port=$NVMET_CFG/ports/1
-rm "$port/subsystems/$NVMET_NQN"
-echo 16384 >"$port/param_inline_data_size"
-ln -s "$NVMET_CFG/subsystems/$NVMET_NQN" "$port/subsystems/$NVMET_NQN"
-[ "$(cat "$port/param_inline_data_size")" = 16384 ] || fail "param_inline_data_size not taken"
+# In-capsule data up to 16 KiB, set here so the test does not depend on nvmet-tcp's default
+nvmet_port_param 1 inline_data_size 16384
 
 need_module nvme_tcp
 insmod "$NVMETRACE_KO" || fail "insmod failed"
@@ -41,9 +36,7 @@ run() {
 	"$NVMETRACE_BIN" record -r host -r target -s 1 -o "$RESULTS/$name.ntr" \
 		>"$RESULTS/$name.record.out" 2>&1 &
 	rec=$!
-	# fio starts once the recording has (a loaded machine can take seconds)
-	wait_for 120 grep -q "profiling as" "$RESULTS/$name.record.out" ||
-		fail "$name: the recorder did not start"
+	recorder_wait "$RESULTS/$name.record.out" "$name"
 	sleep 0.5
 	run_fio "$name" --filename="/dev/$dev" --ioengine=libaio --direct=1 --iodepth=1 \
 		--time_based --runtime=1 "$@" || fail "fio $name failed"

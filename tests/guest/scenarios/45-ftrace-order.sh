@@ -35,8 +35,7 @@ for e in nvme/nvme_setup_cmd nvme/nvme_complete_rq nvmet/nvmet_req_init nvmet/nv
 done
 "$NT" record -r host -r target -s 1 -o "$RESULTS/rec.ntr" >"$RESULTS/record.out" 2>&1 &
 rec=$!
-# attaching takes a while under TCG on a busy machine: fio starts once it has
-wait_for 120 grep -q 'profiling as' "$RESULTS/record.out" || { cat "$RESULTS/record.out"; fail "record did not start"; }
+recorder_wait "$RESULTS/record.out"
 echo 1 >"$T/tracing_on"
 run_fio rd --filename="/dev/$dev" --ioengine=libaio --direct=1 --rw=randrw --bssplit=4k/70:64k/30 \
 	--iodepth=4 --size=64m --time_based --runtime=2 || fail "fio failed"

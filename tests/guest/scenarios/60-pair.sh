@@ -29,8 +29,7 @@ target_phase() { # NAME SAMPLE BUSY
 	local ph=$1 s=$2 busy=$3 rec
 	"$NT" record -r target -s "$s" -o "$PAIR/$ph-target.ntr" >"$RESULTS/$ph-record.out" 2>&1 &
 	rec=$!
-	wait_for 120 grep -q 'profiling as' "$RESULTS/$ph-record.out" ||
-		{ cat "$RESULTS/$ph-record.out"; fail "$ph: target recording did not start"; }
+	recorder_wait "$RESULTS/$ph-record.out" "$ph: target"
 	if [ "$busy" = yes ]; then
 		run_fio_bg "$ph-competing" --filename=/dev/nullb0 --ioengine=libaio --direct=1 \
 			--rw=randread --bs=4k --iodepth=1 --numjobs=4 --group_reporting \
@@ -51,8 +50,7 @@ host_phase() { # NAME SAMPLE IODEPTH DEV
 	pair_wait "ready-$ph" 120
 	"$NT" record -r host -s "$s" -o "$PAIR/$ph-host.ntr" >"$RESULTS/$ph-record.out" 2>&1 &
 	rec=$!
-	wait_for 120 grep -q 'profiling as' "$RESULTS/$ph-record.out" ||
-		{ cat "$RESULTS/$ph-record.out"; fail "$ph: host recording did not start"; }
+	recorder_wait "$RESULTS/$ph-record.out" "$ph: host"
 	if [ "$s" = 1 ]; then
 		run_fio "$ph" --filename="/dev/$dev" --ioengine=libaio --direct=1 --rw=randread --bs=4k \
 			--iodepth="$qd" --size=64m --time_based --runtime=3 || fail "$ph: fio failed"
