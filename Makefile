@@ -6,9 +6,11 @@
 #   make tool         the nvmetrace tool (CMake, build/user/nvmetrace)
 #   make demo         the main job on the embedded default: a Debian kernel under
 #                     QEMU, an NVMe/TCP target and host, fio, nvmetrace recording, report
-#   make check        every test (tests/run): unit, KUnit, DKMS, guest scenarios on 6.1 and 6.12
+#   make check        every test (tests/run): unit, KUnit, DKMS, guest scenarios on 6.1 and 6.12,
+#                     the A/B test, and check-debug's scenarios when the debug kernel is cached
 #   make check-debug  reliability scenarios on a KASAN/lockdep/kmemleak kernel built from
-#                     Debian's 6.12 source (tests/check-debug; the build is cached, hours cold)
+#                     Debian's 6.12 source (tests/check-debug; builds the kernel when absent)
+#   make debug-kernel build that kernel into the cache (hours on 2 cores; once)
 #   make bench        overhead and speed benchmarks (ratios measured side by side):
 #                     tools/bench (tracing overhead), tools/bench-io (nvmetrace bench vs fio),
 #                     then bench-join
@@ -24,7 +26,7 @@ BUILD ?= $(CURDIR)/build
 PREFIX ?= /usr/local
 export NVMETRACE_BUILD := $(BUILD)
 
-.PHONY: all deps module tool check check-debug demo bench bench-join install dkms-install clean
+.PHONY: all deps module tool check check-debug debug-kernel demo bench bench-join install dkms-install clean
 
 all: module tool
 
@@ -48,6 +50,9 @@ check:
 
 check-debug:
 	tests/check-debug
+
+debug-kernel:
+	tools/kbuild build --name debug612 --src debian:6.12 --debug --reuse
 
 demo:
 	tools/demo
