@@ -35,6 +35,13 @@ CSV=$RESULTS/raw.csv
 
 nvmet_tcp_setup
 dev=$(nvme_tcp_connect)
+# Reads completed, counted where both kernels count them: on the controller's path disk
+# (nvmeXcYnZ) under native multipath. 6.1 does not account I/O on the multipath head
+# (nvmeXnZ: its stat stays 0); 6.12 does, on both.
+STAT=/sys/block/$dev/stat
+for p in /sys/block/"${dev%n*}"c*n"${dev##*n}"; do
+	[ -e "$p/stat" ] && { STAT=$p/stat; break; }
+done
 [ -d $T/events ] || fail "tracefs not mounted at $T"
 
 # module version and metadata, once
@@ -47,6 +54,7 @@ insmod "$KO" || fail "insmod $KO failed"
 	echo "guest_cpus=$(nproc)"
 	echo "guest_mem_kb=$(sed -n 's/^MemTotal: *\([0-9]*\).*/\1/p' /proc/meminfo)"
 	echo "nvme_dev=$dev"
+	echo "stat=$STAT"
 	echo "ring=$("$NT" status --json | jq -c '{rings, ring_records, record_size}')"
 	echo "ftrace_buffer_size_kb=$(cat $T/buffer_size_kb)"
 	echo "fio=$(fio --version)"
@@ -86,7 +94,7 @@ nap() { read -rt "$1" -u $NAPFD _ || true; }
 # sample [PID]: sets S_READS, S_NS (guest clock, ns), S_CPU (CPU ns of PID's threads, 0 without)
 sample() {
 	local t v
-	read -r S_READS _ </sys/block/$dev/stat
+	read -r S_READS _ <"$STAT"
 	S_NS=${EPOCHREALTIME/./}000 S_CPU=0
 	[ -n "${1:-}" ] || return 0
 	for t in /proc/$1/task/*/schedstat; do read -r v _ <"$t" 2>/dev/null && S_CPU=$((S_CPU + v)); done
