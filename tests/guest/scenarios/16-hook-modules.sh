@@ -1,9 +1,10 @@
 #!/bin/bash
-# 16-hook-modules: the function-entry hooks are ftrace ops of their own (not kprobes), and one
-# whose module goes away while recording lets go of it and comes back with it. While
+# 16-hook-modules: the function-entry hooks go through one shared ftrace ops (not kprobes),
+# and one whose module goes away while recording lets go of it and comes back with it. While
 # `nvmetrace record -r host` runs: nvme_tcp's functions are in tracefs' enabled_functions and
-# not in the kprobe list, and their trampoline calls nvmetrace's callback directly (no
-# ftrace_ops_assist_func in between); after the host disconnects and nvme_tcp is removed
+# not in the kprobe list, and one trampoline (the one ops') calls nvmetrace's callback directly
+# for all of them (no ftrace_ops_assist_func in between); after the host disconnects and
+# nvme_tcp is removed
 # they are gone from both; after nvme_tcp is loaded again and the host reconnects they are
 # back, and the recording survives a fio run. After the recording neither enabled_functions
 # nor the kprobe list holds any of them (nor the do_io_getevents kretprobe).
@@ -40,7 +41,11 @@ for f in nvme_tcp_try_send nvme_tcp_recv_skb blkdev_read_iter aio_complete_rw __
 	hooked $f | grep -q -- '->fhook_entry' ||
 		fail "$f's trampoline does not call nvmetrace's callback directly: $(hooked $f)"
 done
-log "hooked through ftrace: $(grep -cE '^(nvme_tcp_|blkdev_|aio_complete_rw|__x64_sys_io_submit)' $EF) functions"
+# one ops: every hooked function's call site goes to the same trampoline
+tramps=$(grep -E '^(nvme_tcp_try_send|nvme_tcp_recv_skb|blkdev_read_iter|aio_complete_rw|__x64_sys_io_submit) ' $EF |
+	grep -oE 'tramp: 0x[0-9a-f]+' | sort -u)
+[ "$(echo "$tramps" | grep -c .)" = 1 ] || fail "the hooks are not in one ftrace ops: trampolines $(echo $tramps)"
+log "hooked through ftrace: $(grep -cE '^(nvme_tcp_|blkdev_|aio_complete_rw|__x64_sys_io_submit)' $EF) functions, one ops (${tramps})"
 
 # the host's transport module goes away while recording
 nvme_disconnect_all
@@ -58,6 +63,8 @@ wait_for 20 grep -q '^nvme_tcp_try_send' $EF || fail "nvme_tcp_try_send not hook
 cp $EF "$RESULTS/enabled-3.txt"
 [ -n "$(hooked nvme_tcp_recv_skb)" ] || fail "nvme_tcp_recv_skb not hooked again"
 [ -z "$(kprobed nvme_tcp_try_send)" ] || fail "nvme_tcp_try_send came back as a kprobe"
+[ "$(hooked nvme_tcp_try_send | grep -oE 'tramp: 0x[0-9a-f]+')" = "$tramps" ] ||
+	fail "nvme_tcp_try_send came back outside the shared ops: $(hooked nvme_tcp_try_send)"
 run_fio rd --filename="/dev/$dev" --ioengine=libaio --direct=1 --rw=randread --bs=4k \
 	--iodepth=1 --size=4m --io_size=2m || fail "fio failed"
 trap - EXIT
