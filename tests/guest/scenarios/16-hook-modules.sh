@@ -8,6 +8,9 @@
 # they are gone from both; after nvme_tcp is loaded again and the host reconnects they are
 # back, and the recording survives a fio run. After the recording neither enabled_functions
 # nor the kprobe list holds any of them (nor the do_io_getevents kretprobe).
+# Then a target-only recording whose modules (nvmet_tcp, nvmet) all go away: nothing stays
+# hooked (nvmetrace's ftrace ops is unregistered, never left with an empty filter, which
+# would trace every function), and the hooks come back when the modules do.
 # (Records of the reconnected namespace are not checked: the recording's device list,
 # fixed at START, names the old controller's path disk.)
 # lane-timeout: 240
@@ -79,6 +82,30 @@ cp $EF "$RESULTS/enabled-4.txt"
 ! grep -qE 'nvme_tcp_|blkdev_read_iter|do_io_getevents' $KL 2>/dev/null ||
 	fail "kprobes left after the recording: $(cat $KL)"
 grep -q 'written to' "$RESULTS/record.out" || { cat "$RESULTS/record.out"; fail "record wrote no file"; }
+
+# a target-only recording whose hooked modules all go away: nvmetrace's ops is unregistered
+# before its filter would empty (an empty filter traces every function) and comes back with them
+nvme_disconnect_all
+"$NT" record -r target -s 1 -o "$RESULTS/rec-t.ntr" >"$RESULTS/record-t.out" 2>&1 &
+REC=$!
+trap 'kill -INT $REC 2>/dev/null || true' EXIT
+wait_for 120 grep -q 'profiling as' "$RESULTS/record-t.out" || { cat "$RESULTS/record-t.out"; fail "target record did not start"; }
+hooked nvmet_bdev_execute_rw | grep -q -- '->fhook_entry' || fail "nvmet_bdev_execute_rw not hooked through ftrace"
+nvmet_teardown
+[ ! -d /sys/module/nvmet ] || fail "cannot remove nvmet while recording"
+cp $EF "$RESULTS/enabled-5.txt"
+n=$(grep -c . $EF || true)
+[ "$n" -lt 50 ] || fail "$n functions traced once the target's modules went (an empty filter traces everything)"
+! grep -q fhook_entry $EF || fail "nvmetrace's ops still traces with no hooked module loaded: $(grep fhook_entry $EF)"
+kill -0 $REC || fail "record died when nvmet went away"
+nvmet_tcp_setup
+wait_for 20 grep -q '^nvmet_tcp_queue_response' $EF || fail "nvmet_tcp_queue_response not hooked again after nvmet_tcp came back"
+cp $EF "$RESULTS/enabled-6.txt"
+hooked nvmet_bdev_execute_rw | grep -q -- '->fhook_entry' || fail "nvmet_bdev_execute_rw not hooked again through ftrace"
+trap - EXIT
+kill -INT $REC
+wait $REC || { cat "$RESULTS/record-t.out"; fail "target record failed"; }
+! grep -q fhook_entry $EF || fail "hooks left in $EF after the target recording: $(cat $EF)"
 rmmod nvmetrace || fail "rmmod failed"
 nvme_disconnect_all
 nvmet_teardown
