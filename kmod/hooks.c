@@ -5,8 +5,8 @@
  * Hooks are tracepoints found by name (built-in ones with
  * for_each_kernel_tracepoint(), ones in nvme-core and nvmet through the
  * tracepoint module notifier, which also replays modules already loaded) and
- * function-entry hooks (an ftrace_ops of their own, ftrace_hook.c, else a
- * kprobe; re-armed by a module notifier when their module comes back).
+ * function-entry hooks (all in one shared ftrace_ops, ftrace_hook.c, else a
+ * kprobe each; re-armed by a module notifier when their module comes back).
  * Nothing needs to be exported by the kernel and the load order
  * of nvme-core, nvmet and nvmetrace does not matter.
  *
@@ -81,7 +81,7 @@ static __always_inline bool host_dev_wanted(u32 dev)
 /* ---------------------------------------------------------------- emit */
 
 /*
- * Hooks attach and detach one at a time (and unregistering the tracepoint
+ * Hooks attach and detach in several steps (and unregistering the tracepoint
  * module notifier detaches nvme-core's and nvmet's first), so probes emit
  * only between the end of START and the beginning of STOP: a recording never
  * holds commands that some hooks saw and others could not.
@@ -1145,23 +1145,33 @@ static void match_builtin_tp(struct tracepoint *tp, void *priv)
 		tp_attach(h, tp);
 }
 
-/* hooks_lock held */
-static void kp_attach(struct nvmetrace_hook *h)
+/* hooks_lock held: the kprobe (or kretprobe) of h could not be registered */
+static void kp_failed(struct nvmetrace_hook *h, int ret)
+{
+	/*
+	 * -ENOENT: no such function: in a module, the module is not loaded (it
+	 * is retried when it is) or the function was inlined; built in, this
+	 * kernel does not have it.
+	 */
+	if (ret == -ENOENT)
+		h->state = h->module ? NVMETRACE_HOOK_WAITING : NVMETRACE_HOOK_ABSENT;
+	else
+		h->state = NVMETRACE_HOOK_FAILED;
+	h->err = ret;
+}
+
+static void kp_attached(struct nvmetrace_hook *h, u32 used)
+{
+	h->used = used;
+	h->state = NVMETRACE_HOOK_ATTACHED;
+	h->err = 0;
+}
+
+/* hooks_lock held: h through a kprobe (a kretprobe) of its own */
+static void kp_register(struct nvmetrace_hook *h)
 {
 	int ret;
 
-	if (h->state == NVMETRACE_HOOK_ATTACHED)
-		return;
-	if (h->kind == NVMETRACE_HOOK_FTRACE) {
-		ret = nvmetrace_fhook_attach(&h->fh, h->name, h->pre);
-		if (!ret) {
-			h->used = NVMETRACE_HOOK_FTRACE;
-			h->state = NVMETRACE_HOOK_ATTACHED;
-			h->err = 0;
-			return;
-		}
-		/* not ftrace-able here (or absent): a kprobe is tried instead */
-	}
 	if (h->ret) {
 		memset(&h->krp, 0, sizeof(h->krp));
 		h->krp.kp.symbol_name = h->name;
@@ -1175,36 +1185,135 @@ static void kp_attach(struct nvmetrace_hook *h)
 		h->kp.pre_handler = h->pre;
 		ret = register_kprobe(&h->kp);
 	}
-	if (ret) {
-		/*
-		 * -ENOENT: no such function: in a module, the module is not
-		 * loaded (it is retried when it is) or the function was
-		 * inlined; built in, this kernel does not have it.
-		 */
-		if (ret == -ENOENT)
-			h->state = h->module ? NVMETRACE_HOOK_WAITING :
-					       NVMETRACE_HOOK_ABSENT;
-		else
-			h->state = NVMETRACE_HOOK_FAILED;
-		h->err = ret;
-		return;
-	}
-	h->used = NVMETRACE_HOOK_KPROBE;
-	h->state = NVMETRACE_HOOK_ATTACHED;
-	h->err = 0;
+	if (ret)
+		kp_failed(h, ret);
+	else
+		kp_attached(h, NVMETRACE_HOOK_KPROBE);
 }
 
-/* hooks_lock held */
-static void kp_detach(struct nvmetrace_hook *h)
+/* hooks_lock held: h's kprobe, registered disabled, becomes its hook */
+static void kp_enable(struct nvmetrace_hook *h)
 {
-	if (h->state != NVMETRACE_HOOK_ATTACHED)
-		return;
-	if (h->used == NVMETRACE_HOOK_FTRACE)
-		nvmetrace_fhook_detach(&h->fh);
-	else if (h->ret)
-		unregister_kretprobe(&h->krp);
-	else
+	int ret = enable_kprobe(&h->kp);
+
+	if (ret) {
 		unregister_kprobe(&h->kp);
+		kp_failed(h, ret);
+		return;
+	}
+	kp_attached(h, NVMETRACE_HOOK_KPROBE);
+}
+
+/* scratch of kp_attach_set()/kp_detach_set(), under hooks_lock */
+static struct nvmetrace_hook *set_hooks[ARRAY_SIZE(hooks)];
+static struct nvmetrace_fhook *set_fhooks[ARRAY_SIZE(hooks)];
+static struct kprobe *set_kprobes[ARRAY_SIZE(hooks)];
+
+/*
+ * hooks_lock held: attach the function-entry hooks hs[0..n) (kinds FTRACE
+ * and KPROBE) that are not attached.
+ *
+ * A hook of kind FTRACE first registers its kprobe disabled, which patches
+ * nothing: the kprobe core finds the function by name (as it would for the
+ * kprobe fallback) and, with KPROBE_FLAG_FTRACE, tells that its address is
+ * the function's ftrace location.  Those hooks join the shared ftrace_ops
+ * together (one filter update; the first also registers the ops), and their
+ * kprobes are unregistered together (one RCU grace period).  A function
+ * ftrace cannot attach to (or an ops ftrace refuses) keeps its kprobe,
+ * enabled: the kprobe fallback.
+ */
+static void kp_attach_set(struct nvmetrace_hook **hs, unsigned int n)
+{
+	unsigned int i, nf = 0, nk = 0;
+	struct nvmetrace_hook *h;
+	int ret;
+
+	BUILD_BUG_ON(ARRAY_SIZE(hooks) > NVMETRACE_FHOOKS_MAX);
+	for (i = 0; i < n; i++) {
+		h = hs[i];
+		if (h->state == NVMETRACE_HOOK_ATTACHED)
+			continue;
+		if (h->kind != NVMETRACE_HOOK_FTRACE || h->ret) {
+			kp_register(h);
+			continue;
+		}
+		memset(&h->kp, 0, sizeof(h->kp));
+		h->kp.symbol_name = h->name;
+		h->kp.pre_handler = h->pre;
+		h->kp.flags = KPROBE_FLAG_DISABLED;
+		ret = register_kprobe(&h->kp);
+		if (ret) {
+			kp_failed(h, ret);
+			continue;
+		}
+		if (!(h->kp.flags & KPROBE_FLAG_FTRACE)) {
+			/* not ftrace-able here: the kprobe is tried instead */
+			kp_enable(h);
+			continue;
+		}
+		h->fh.ip = (unsigned long)h->kp.addr;
+		h->fh.pre = h->pre;
+		set_hooks[nf] = h;
+		set_fhooks[nf++] = &h->fh;
+	}
+	if (!nf)
+		return;
+	ret = nvmetrace_fhooks_add(set_fhooks, nf);
+	for (i = 0; i < nf; i++) {
+		h = set_hooks[i];
+		if (ret) {
+			/* ftrace refused: the kprobe is tried instead */
+			kp_enable(h);
+			continue;
+		}
+		kp_attached(h, NVMETRACE_HOOK_FTRACE);
+		set_kprobes[nk++] = &h->kp;
+	}
+	unregister_kprobes(set_kprobes, nk);
+}
+
+/*
+ * hooks_lock held: ftrace could not update the shared ops' filter and
+ * dropped every hook from it (nvmetrace_fhooks_remove()).
+ */
+static void fhooks_lost(int err)
+{
+	struct nvmetrace_hook *h;
+
+	for (h = hooks; h < hooks + ARRAY_SIZE(hooks); h++) {
+		if (h->state == NVMETRACE_HOOK_ATTACHED &&
+		    h->used == NVMETRACE_HOOK_FTRACE && !nvmetrace_fhook_in_ops(&h->fh)) {
+			h->state = NVMETRACE_HOOK_FAILED;
+			h->err = err;
+		}
+	}
+}
+
+/*
+ * hooks_lock held: detach the function-entry hooks hs[0..n) that are
+ * attached (the ftrace ones in one update of the shared ops).  Their state
+ * is the caller's to set.  No handler of theirs runs once this returns.
+ */
+static void kp_detach_set(struct nvmetrace_hook **hs, unsigned int n)
+{
+	unsigned int i, nf = 0;
+	struct nvmetrace_hook *h;
+	int ret;
+
+	for (i = 0; i < n; i++) {
+		h = hs[i];
+		if (h->state != NVMETRACE_HOOK_ATTACHED)
+			continue;
+		if (h->used == NVMETRACE_HOOK_FTRACE)
+			set_fhooks[nf++] = &h->fh;
+		else if (h->ret)
+			unregister_kretprobe(&h->krp);
+		else
+			unregister_kprobe(&h->kp);
+	}
+	ret = nvmetrace_fhooks_remove(set_fhooks, nf);
+	if (ret)
+		fhooks_lost(ret);
 }
 
 /*
@@ -1248,16 +1357,22 @@ static struct notifier_block tp_module_nb = {
 	.notifier_call = tp_module_notify,
 };
 
+/* callers' lists for kp_attach_set()/kp_detach_set(), under hooks_lock */
+static struct nvmetrace_hook *fn_hooks[ARRAY_SIZE(hooks)];
+
 /*
- * Kprobes and ftrace hooks in a module: arm them once the module is live,
- * drop them when it goes (the kprobe core marks them gone; unregistering
- * releases our side; an ftrace hook's filter, which holds the function's
- * address, is freed before the module's text is).
+ * Function-entry hooks in a module: attach them once the module is live,
+ * detach them when it goes, before its text is freed (the kprobe core marks
+ * its kprobes gone; unregistering releases our side; the shared ftrace_ops'
+ * filter lets go of the module's addresses).  Registered before START
+ * attaches anything and unregistered after STOP has detached everything, so
+ * no module goes away unseen while a hook of it is attached.
  */
 static int module_notify(struct notifier_block *nb, unsigned long val, void *data)
 {
 	struct module *mod = data;
 	struct nvmetrace_hook *h;
+	unsigned int i, n = 0;
 
 	if (val != MODULE_STATE_LIVE && val != MODULE_STATE_GOING)
 		return NOTIFY_DONE;
@@ -1266,12 +1381,14 @@ static int module_notify(struct notifier_block *nb, unsigned long val, void *dat
 		if (h->kind == NVMETRACE_HOOK_TRACEPOINT || !h->module ||
 		    strcmp(h->module, mod->name) || !hook_wanted(h))
 			continue;
-		if (val == MODULE_STATE_LIVE) {
-			kp_attach(h);
-		} else {
-			kp_detach(h);
-			h->state = NVMETRACE_HOOK_WAITING;
-		}
+		fn_hooks[n++] = h;
+	}
+	if (val == MODULE_STATE_LIVE) {
+		kp_attach_set(fn_hooks, n);
+	} else {
+		kp_detach_set(fn_hooks, n);
+		for (i = 0; i < n; i++)
+			fn_hooks[i]->state = NVMETRACE_HOOK_WAITING;
 	}
 	mutex_unlock(&hooks_lock);
 	return NOTIFY_OK;
@@ -1378,6 +1495,8 @@ int nvmetrace_hooks_start(const struct nvmetrace_config *c,
 			  struct netlink_ext_ack *extack)
 {
 	struct nvmetrace_hook *h;
+	unsigned int n = 0;
+	bool busy;
 	int ret;
 
 	if (c->role & NVMETRACE_ROLE_TARGET) {
@@ -1404,11 +1523,20 @@ int nvmetrace_hooks_start(const struct nvmetrace_config *c,
 	}
 
 	mutex_lock(&hooks_lock);
-	if (recording) {
-		mutex_unlock(&hooks_lock);
+	busy = recording;
+	mutex_unlock(&hooks_lock);
+	if (busy) {
 		NL_SET_ERR_MSG(extack, "already recording");
 		return -EBUSY;
 	}
+	/* before anything attaches (see module_notify()) */
+	ret = register_module_notifier(&module_nb);
+	if (ret) {
+		NL_SET_ERR_MSG(extack, "cannot register module notifiers");
+		return ret;
+	}
+
+	mutex_lock(&hooks_lock);
 	/* no hook runs: the last recording's arrivals are not this one's */
 	memset(tcpt_arrivals, 0, sizeof(tcpt_arrivals));
 	cfg = *c;
@@ -1431,7 +1559,7 @@ int nvmetrace_hooks_start(const struct nvmetrace_config *c,
 		if (!hook_wanted(h))
 			continue;
 		if (h->kind != NVMETRACE_HOOK_TRACEPOINT) {
-			kp_attach(h);
+			fn_hooks[n++] = h;
 		} else if (!h->module) {
 			for_each_kernel_tracepoint(match_builtin_tp, h);
 			if (h->state == NVMETRACE_HOOK_DETACHED)
@@ -1440,12 +1568,12 @@ int nvmetrace_hooks_start(const struct nvmetrace_config *c,
 			h->state = NVMETRACE_HOOK_WAITING;
 		}
 	}
+	/* the ftrace ones through one registration of the shared ops */
+	kp_attach_set(fn_hooks, n);
 	mutex_unlock(&hooks_lock);
 
 	/* replays COMING for loaded modules: attaches nvme_core/nvmet hooks */
 	ret = register_tracepoint_module_notifier(&tp_module_nb);
-	if (!ret)
-		ret = register_module_notifier(&module_nb);
 	if (ret) {
 		NL_SET_ERR_MSG(extack, "cannot register module notifiers");
 		nvmetrace_hooks_stop();
@@ -1458,25 +1586,35 @@ int nvmetrace_hooks_start(const struct nvmetrace_config *c,
 void nvmetrace_hooks_stop(void)
 {
 	struct nvmetrace_hook *h;
+	unsigned int n = 0;
+	bool was;
 
 	WRITE_ONCE(emitting, false);
-	unregister_module_notifier(&module_nb);
+	/* replays GOING for loaded modules: detaches nvme_core/nvmet hooks */
 	unregister_tracepoint_module_notifier(&tp_module_nb);
 
 	mutex_lock(&hooks_lock);
-	if (!recording) {
-		mutex_unlock(&hooks_lock);
-		return;
+	was = recording;
+	if (recording) {
+		/* every ftrace hook at once: one unregistration */
+		nvmetrace_fhooks_clear();
+		for (h = hooks; h < hooks + ARRAY_SIZE(hooks); h++) {
+			if (h->kind == NVMETRACE_HOOK_TRACEPOINT)
+				tp_detach(h);
+			else if (h->state == NVMETRACE_HOOK_ATTACHED &&
+				 h->used != NVMETRACE_HOOK_FTRACE)
+				fn_hooks[n++] = h;	/* kprobes */
+		}
+		kp_detach_set(fn_hooks, n);
+		for (h = hooks; h < hooks + ARRAY_SIZE(hooks); h++)
+			h->state = NVMETRACE_HOOK_DETACHED;
+		recording = false;
 	}
-	for (h = hooks; h < hooks + ARRAY_SIZE(hooks); h++) {
-		if (h->kind != NVMETRACE_HOOK_TRACEPOINT)
-			kp_detach(h);
-		else
-			tp_detach(h);
-		h->state = NVMETRACE_HOOK_DETACHED;
-	}
-	recording = false;
 	mutex_unlock(&hooks_lock);
+	/* only now: a module going meanwhile had its hooks detached first */
+	unregister_module_notifier(&module_nb);
+	if (!was)
+		return;
 	/* no probe runs on any CPU after this returns */
 	tracepoint_synchronize_unregister();
 }

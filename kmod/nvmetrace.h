@@ -225,20 +225,26 @@ void nvmetrace_hooks_stop(void);
 int nvmetrace_hooks_dump(struct sk_buff *skb, struct netlink_callback *cb);
 
 /*
- * ftrace_hook.c: a function-entry hook through an ftrace_ops of its own,
- * calling a kprobe pre-handler (with NULL for its kprobe) on the argument
- * registers.  attach/detach: process context, may sleep, serialized by the
- * caller.  attach returns -ENOENT when no ftrace-able function has the name.
+ * ftrace_hook.c: function-entry hooks through one shared ftrace_ops, whose
+ * callback finds a hook by the traced function's address and calls its
+ * kprobe pre-handler (with NULL for its kprobe) on the argument registers.
+ * ip is the function's ftrace location (where ftrace calls out; a kprobe
+ * with KPROBE_FLAG_FTRACE sits there).  add/remove/clear: process context,
+ * may sleep, serialized by the caller; add is all or none; after remove or
+ * clear no CPU runs the handlers taken out.  remove fails only if ftrace
+ * cannot update the filter, and then clears every hook.
  */
+#define NVMETRACE_FHOOKS_MAX	32
+
 struct nvmetrace_fhook {
-	struct ftrace_ops ops;
+	unsigned long ip;
 	kprobe_pre_handler_t pre;
-	bool attached;
 };
 
-int nvmetrace_fhook_attach(struct nvmetrace_fhook *fh, const char *name,
-			   kprobe_pre_handler_t pre);
-void nvmetrace_fhook_detach(struct nvmetrace_fhook *fh);
+int nvmetrace_fhooks_add(struct nvmetrace_fhook *const *fh, unsigned int n);
+int nvmetrace_fhooks_remove(struct nvmetrace_fhook *const *fh, unsigned int n);
+void nvmetrace_fhooks_clear(void);
+bool nvmetrace_fhook_in_ops(const struct nvmetrace_fhook *fh);
 
 /*
  * The producer, for the probes: any context but NMI, never sleeps, allocates,

@@ -52,7 +52,8 @@ int run_probe(const ProbeOptions& opts) {
 
     const bool btf = fs::exists("/sys/kernel/btf/vmlinux");
     fmt::print("kernel BTF: {}\n", btf ? "yes" : "no (CONFIG_DEBUG_INFO_BTF off)");
-    fmt::print("function hooks: kprobes, tracepoints by name\n\n");
+    fmt::print(
+        "function hooks: ftrace (one shared ops), else a kprobe each; tracepoints by name\n\n");
 
     GenlClient genl;
     if (genl.get_status().state == State::kRecording)

@@ -1,12 +1,16 @@
 #!/bin/bash
-# 16-hook-modules: the function-entry hooks are ftrace ops of their own (not kprobes), and one
-# whose module goes away while recording lets go of it and comes back with it. While
+# 16-hook-modules: the function-entry hooks go through one shared ftrace ops (not kprobes),
+# and one whose module goes away while recording lets go of it and comes back with it. While
 # `nvmetrace record -r host` runs: nvme_tcp's functions are in tracefs' enabled_functions and
-# not in the kprobe list, and their trampoline calls nvmetrace's callback directly (no
-# ftrace_ops_assist_func in between); after the host disconnects and nvme_tcp is removed
+# not in the kprobe list, and one trampoline (the one ops') calls nvmetrace's callback directly
+# for all of them (no ftrace_ops_assist_func in between); after the host disconnects and
+# nvme_tcp is removed
 # they are gone from both; after nvme_tcp is loaded again and the host reconnects they are
 # back, and the recording survives a fio run. After the recording neither enabled_functions
 # nor the kprobe list holds any of them (nor the do_io_getevents kretprobe).
+# Then a target-only recording whose modules (nvmet_tcp, nvmet) all go away: nothing stays
+# hooked (nvmetrace's ftrace ops is unregistered, never left with an empty filter, which
+# would trace every function), and the hooks come back when the modules do.
 # (Records of the reconnected namespace are not checked: the recording's device list,
 # fixed at START, names the old controller's path disk.)
 # lane-timeout: 240
@@ -40,7 +44,11 @@ for f in nvme_tcp_try_send nvme_tcp_recv_skb blkdev_read_iter aio_complete_rw __
 	hooked $f | grep -q -- '->fhook_entry' ||
 		fail "$f's trampoline does not call nvmetrace's callback directly: $(hooked $f)"
 done
-log "hooked through ftrace: $(grep -cE '^(nvme_tcp_|blkdev_|aio_complete_rw|__x64_sys_io_submit)' $EF) functions"
+# one ops: every hooked function's call site goes to the same trampoline
+tramps=$(grep -E '^(nvme_tcp_try_send|nvme_tcp_recv_skb|blkdev_read_iter|aio_complete_rw|__x64_sys_io_submit) ' $EF |
+	grep -oE 'tramp: 0x[0-9a-f]+' | sort -u)
+[ "$(echo "$tramps" | grep -c .)" = 1 ] || fail "the hooks are not in one ftrace ops: trampolines $(echo $tramps)"
+log "hooked through ftrace: $(grep -cE '^(nvme_tcp_|blkdev_|aio_complete_rw|__x64_sys_io_submit)' $EF) functions, one ops (${tramps})"
 
 # the host's transport module goes away while recording
 nvme_disconnect_all
@@ -58,6 +66,8 @@ wait_for 20 grep -q '^nvme_tcp_try_send' $EF || fail "nvme_tcp_try_send not hook
 cp $EF "$RESULTS/enabled-3.txt"
 [ -n "$(hooked nvme_tcp_recv_skb)" ] || fail "nvme_tcp_recv_skb not hooked again"
 [ -z "$(kprobed nvme_tcp_try_send)" ] || fail "nvme_tcp_try_send came back as a kprobe"
+[ "$(hooked nvme_tcp_try_send | grep -oE 'tramp: 0x[0-9a-f]+')" = "$tramps" ] ||
+	fail "nvme_tcp_try_send came back outside the shared ops: $(hooked nvme_tcp_try_send)"
 run_fio rd --filename="/dev/$dev" --ioengine=libaio --direct=1 --rw=randread --bs=4k \
 	--iodepth=1 --size=4m --io_size=2m || fail "fio failed"
 trap - EXIT
@@ -72,6 +82,30 @@ cp $EF "$RESULTS/enabled-4.txt"
 ! grep -qE 'nvme_tcp_|blkdev_read_iter|do_io_getevents' $KL 2>/dev/null ||
 	fail "kprobes left after the recording: $(cat $KL)"
 grep -q 'written to' "$RESULTS/record.out" || { cat "$RESULTS/record.out"; fail "record wrote no file"; }
+
+# a target-only recording whose hooked modules all go away: nvmetrace's ops is unregistered
+# before its filter would empty (an empty filter traces every function) and comes back with them
+nvme_disconnect_all
+"$NT" record -r target -s 1 -o "$RESULTS/rec-t.ntr" >"$RESULTS/record-t.out" 2>&1 &
+REC=$!
+trap 'kill -INT $REC 2>/dev/null || true' EXIT
+wait_for 120 grep -q 'profiling as' "$RESULTS/record-t.out" || { cat "$RESULTS/record-t.out"; fail "target record did not start"; }
+hooked nvmet_bdev_execute_rw | grep -q -- '->fhook_entry' || fail "nvmet_bdev_execute_rw not hooked through ftrace"
+nvmet_teardown
+[ ! -d /sys/module/nvmet ] || fail "cannot remove nvmet while recording"
+cp $EF "$RESULTS/enabled-5.txt"
+n=$(grep -c . $EF || true)
+[ "$n" -lt 50 ] || fail "$n functions traced once the target's modules went (an empty filter traces everything)"
+! grep -q fhook_entry $EF || fail "nvmetrace's ops still traces with no hooked module loaded: $(grep fhook_entry $EF)"
+kill -0 $REC || fail "record died when nvmet went away"
+nvmet_tcp_setup
+wait_for 20 grep -q '^nvmet_tcp_queue_response' $EF || fail "nvmet_tcp_queue_response not hooked again after nvmet_tcp came back"
+cp $EF "$RESULTS/enabled-6.txt"
+hooked nvmet_bdev_execute_rw | grep -q -- '->fhook_entry' || fail "nvmet_bdev_execute_rw not hooked again through ftrace"
+trap - EXIT
+kill -INT $REC
+wait $REC || { cat "$RESULTS/record-t.out"; fail "target record failed"; }
+! grep -q fhook_entry $EF || fail "hooks left in $EF after the target recording: $(cat $EF)"
 rmmod nvmetrace || fail "rmmod failed"
 nvme_disconnect_all
 nvmet_teardown
