@@ -2,6 +2,10 @@
 // module into a file, and analyse recordings.
 #pragma once
 
+#include "analysis.h"
+#include "recfile.h"
+#include "ring_reader.h"
+
 #include <linux/nvmetrace.h>
 
 #include <algorithm>
@@ -28,6 +32,10 @@ struct RecordOptions {
 };
 
 int run_record(const RecordOptions& opts);
+
+struct RecordingWriterOptions;
+// How `record` writes its file when sampling 1 of `sample` commands.
+RecordingWriterOptions recorder_writer_options(uint32_t sample);
 
 struct StartArgs;
 // What fill_layouts() could not find: empty when found (or not needed).
@@ -139,6 +147,44 @@ private:
     uint64_t window_ns_;
     std::vector<Stream> streams_;
     std::vector<nvmetrace_rec> out_;
+};
+
+// What `record` does with the rings each time it wakes up: drains them into
+// the Reorderer, and hands what it releases, in time order, to the file and
+// (with live lines) to the Assembler.  record_bench drives the same object
+// over rings in memory.
+class RecordLoop {
+public:
+    // 50 ms: records are committed within microseconds of their timestamps.
+    static constexpr uint64_t kWindowNs = 50'000'000;
+
+    // live: the Assembler of the live lines, or nullptr (records only go to
+    // the file; the summary is computed from it once the recording stops).
+    RecordLoop(RingReader& rings, RecordingWriter& writer, Assembler* live,
+               uint64_t window_ns = kWindowNs)
+        : rings_(rings), writer_(writer), live_(live), reorder_(window_ns) {}
+
+    // Drains every ring; returns the records drained.
+    uint64_t drain() {
+        return rings_.drain(
+            [this](uint32_t cpu, std::span<const nvmetrace_rec> recs) { reorder_.add(cpu, recs); });
+    }
+    // Writes (and assembles) what is older than now - window, or everything.
+    void release(uint64_t now_ns, bool all) {
+        reorder_.release(now_ns, all, [this](std::span<const nvmetrace_rec> recs) {
+            writer_.append(recs);
+            if (live_)
+                for (const auto& r : recs)
+                    live_->push(r);
+        });
+    }
+    size_t pending() const { return reorder_.pending(); }
+
+private:
+    RingReader& rings_;
+    RecordingWriter& writer_;
+    Assembler* live_;
+    Reorderer reorder_;
 };
 
 }  // namespace nvmetrace
