@@ -216,8 +216,6 @@ void BM_RecordLoop(benchmark::State& state) {
     }
     state.counters["records/s"] =
         benchmark::Counter(static_cast<double>(records), benchmark::Counter::kIsRate);
-    state.counters["ns/record"] = benchmark::Counter(
-        static_cast<double>(records), benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
     state.counters["written"] = static_cast<double>(rec.writer.records_written());
 }
 // Rates over CPU time: on a shared machine the wall clock measures the neighbours.
