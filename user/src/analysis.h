@@ -219,6 +219,44 @@ struct AssemblyCounts {
     uint64_t incomplete() const { return cut_start + cut_end + lost_end; }
 };
 
+// A FIFO that keeps its first element inline and allocates only for more:
+// the Assembler's per-key queues almost always hold one element, and a
+// std::deque allocates (a map and a 512-byte node) as soon as it exists.
+template <class T>
+class SmallFifo {
+public:
+    [[nodiscard]] bool empty() const { return !has_first_ && head_ == rest_.size(); }
+    [[nodiscard]] size_t size() const { return (has_first_ ? 1 : 0) + rest_.size() - head_; }
+    [[nodiscard]] const T& front() const { return has_first_ ? first_ : rest_[head_]; }
+    void push_back(const T& x) {
+        if (empty()) {
+            rest_.clear();
+            head_ = 0;
+            first_ = x;
+            has_first_ = true;
+        } else {
+            rest_.push_back(x);
+        }
+    }
+    void pop_front() {
+        if (has_first_) {
+            has_first_ = false;
+        } else if (++head_ == rest_.size()) {
+            rest_.clear();
+            head_ = 0;
+        } else if (head_ >= 16 && head_ * 2 >= rest_.size()) {
+            rest_.erase(rest_.begin(), rest_.begin() + static_cast<std::ptrdiff_t>(head_));
+            head_ = 0;
+        }
+    }
+
+private:
+    T first_{};
+    bool has_first_ = false;
+    std::vector<T> rest_;  // after first_, from rest_[head_]
+    size_t head_ = 0;
+};
+
 // Joins records into commands.  Feed it one machine's records in timestamp
 // order (see merge_by_ts()); call finish() at the end of the recording.
 // Not thread-safe.
@@ -288,7 +326,7 @@ private:
     uint64_t bio_horizon_ns_;
     AssemblyCounts counts_;
 
-    std::unordered_map<WaitKey, std::deque<Waiting>, WaitKeyHash> waiting_;
+    std::unordered_map<WaitKey, SmallFifo<Waiting>, WaitKeyHash> waiting_;
     std::deque<std::pair<WaitKey, Waiting>> wait_order_;  // for expiry, oldest first
     size_t waiting_count_ = 0;
     uint64_t next_wait_id_ = 0;
@@ -297,7 +335,7 @@ private:
     std::unordered_map<uint64_t, InFlight> target_;
     // commands held for their aio completion and reap, by id
     std::unordered_map<uint64_t, Command> tail_cmds_;
-    std::unordered_map<WaitKey, std::deque<uint64_t>, WaitKeyHash> tail_by_key_;
+    std::unordered_map<WaitKey, SmallFifo<uint64_t>, WaitKeyHash> tail_by_key_;
     std::deque<std::pair<uint64_t, uint64_t>> tail_order_;  // (ts held, id), oldest first
     uint64_t next_tail_id_ = 0;
 };

@@ -4,6 +4,7 @@
 #include "stats.h"
 
 #include <algorithm>
+#include <deque>
 #include <random>
 #include <stdexcept>
 #include <string>
@@ -88,6 +89,33 @@ struct Fixture : ::testing::Test {
 };
 
 using AssemblerTest = Fixture;
+
+// SmallFifo against std::deque: the same order through every mix of
+// pushes and pops (inline element, the vector behind it, its compaction).
+TEST(SmallFifo, BehavesLikeADeque) {
+    std::mt19937_64 rng(5);
+    SmallFifo<uint64_t> q;
+    std::deque<uint64_t> ref;
+    uint64_t next = 0;
+    for (int step = 0; step < 20000; step++) {
+        // phases: mostly one element, then bursts of many
+        const bool burst = (step / 1000) % 2 == 1;
+        if (ref.empty() || rng() % (burst ? 3 : 2) != 0) {
+            q.push_back(next);
+            ref.push_back(next++);
+        } else {
+            ASSERT_EQ(q.front(), ref.front());
+            q.pop_front();
+            ref.pop_front();
+        }
+        ASSERT_EQ(q.size(), ref.size());
+        ASSERT_EQ(q.empty(), ref.empty());
+        if (!ref.empty()) {
+            ASSERT_EQ(q.front(), ref.front());
+        }
+    }
+    EXPECT_GT(next, 10000u);
+}
 
 TEST_F(AssemblerTest, OneHostCommand) {
     feed(host_command(1'000'000, 7, 4242));
