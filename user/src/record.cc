@@ -15,6 +15,7 @@
 #include <signal.h>
 #include <time.h>
 #include <unistd.h>
+#include <zstd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -168,7 +169,7 @@ LayoutNotes fill_layouts(uint32_t role, StartArgs& start) {
     return notes;
 }
 
-RecordingWriterOptions recorder_writer_options(uint32_t sample) {
+RecordingWriterOptions recorder_writer_options(uint32_t sample, std::optional<int> zstd_level) {
     RecordingWriterOptions wopts;
     // A block at least every second: a recorder killed or a machine that
     // loses power keeps all but the last second.
@@ -182,6 +183,8 @@ RecordingWriterOptions recorder_writer_options(uint32_t sample) {
     // for a file ~4.6x smaller.
     if (sample == 1)
         wopts.zstd_level = 0;
+    if (zstd_level)
+        wopts.zstd_level = *zstd_level;
     return wopts;
 }
 
@@ -193,6 +196,10 @@ int run_record(const RecordOptions& opts) {
         throw Error("no output file: -o FILE");
     if (!opts.transport.empty() && opts.transport != "tcp" && opts.transport != "rdma")
         throw Error(fmt::format("-t {}: the transport is tcp or rdma", opts.transport));
+    if (opts.zstd_level &&
+        (*opts.zstd_level < ZSTD_minCLevel() || *opts.zstd_level > ZSTD_maxCLevel()))
+        throw Error(fmt::format("--zstd {}: the level is {}..{} (0: records stored raw)",
+                                *opts.zstd_level, ZSTD_minCLevel(), ZSTD_maxCLevel()));
 
     GenlClient genl;
     const ModuleVersion mv = genl.get_version();
@@ -276,7 +283,7 @@ int run_record(const RecordOptions& opts) {
     meta.command_line = opts.command_line;
     meta.devices = devices_to_json(host_ns, target_ns);
 
-    const RecordingWriterOptions wopts = recorder_writer_options(opts.sample);
+    const RecordingWriterOptions wopts = recorder_writer_options(opts.sample, opts.zstd_level);
     RecordingWriter writer = RecordingWriter::open(opts.output, wopts);
     writer.write_meta(meta);
 

@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -25,6 +26,7 @@ struct RecordOptions {
     uint64_t seed = 0;
     double duration_s = 0;             // 0: until Ctrl-C
     double interval_s = 0;             // live lines; 0: none
+    std::optional<int> zstd_level;     // --zstd; default: recorder_writer_options()
     std::string output;                // recording file
     std::vector<std::string> devices;  // host namespaces; empty: all fabrics namespaces
     bool detail = false;               // component table in the summary
@@ -35,8 +37,10 @@ struct RecordOptions {
 int run_record(const RecordOptions& opts);
 
 struct RecordingWriterOptions;
-// How `record` writes its file when sampling 1 of `sample` commands.
-RecordingWriterOptions recorder_writer_options(uint32_t sample);
+// How `record` writes its file when sampling 1 of `sample` commands, with
+// blocks compressed at zstd_level (0: stored raw) if one is given.
+RecordingWriterOptions recorder_writer_options(uint32_t sample,
+                                               std::optional<int> zstd_level = std::nullopt);
 
 struct StartArgs;
 // What fill_layouts() could not find: empty when found (or not needed).

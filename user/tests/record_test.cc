@@ -1,6 +1,7 @@
 #include "record.h"
 
 #include "btf_layout.h"
+#include "error.h"
 
 #include <unistd.h>
 
@@ -94,6 +95,31 @@ TEST(Reorderer, OneRingIsReleasedInPlaceAcrossTheWrap) {
     ASSERT_EQ(out.size(), 50u * 333u);
     for (size_t i = 0; i < out.size(); i++)
         ASSERT_EQ(out[i], 3 * (i + 1));
+}
+
+// Every command sampled: records stored raw, a drain's release written
+// straight; fewer: zstd level 1; --zstd wins either way, and a level zstd
+// does not have is refused before anything is attached.
+TEST(RecordWriterOptions, RawAtOneOfOneAndTheZstdOption) {
+    RecordingWriterOptions all = recorder_writer_options(1);
+    EXPECT_EQ(all.zstd_level, 0);
+    EXPECT_EQ(all.direct_records, 1024u);
+    EXPECT_EQ(all.flush_interval, std::chrono::seconds(1));
+    EXPECT_EQ(recorder_writer_options(100).zstd_level, 1);
+    EXPECT_EQ(recorder_writer_options(1, -5).zstd_level, -5);
+    EXPECT_EQ(recorder_writer_options(100, 0).zstd_level, 0);
+
+    RecordOptions o;
+    o.roles = {"host"};
+    o.output = "/nonexistent/x.ntr";
+    o.zstd_level = 1000;
+    try {
+        run_record(o);
+        FAIL() << "no error";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("--zstd 1000: the level is"), std::string::npos)
+            << e.what();
+    }
 }
 
 TEST(Reorderer, ReleasesOnlyWhatIsOlderThanTheWindowInTimeOrder) {
