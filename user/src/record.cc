@@ -174,17 +174,20 @@ RecordingWriterOptions recorder_writer_options(uint32_t sample, std::optional<in
     // A block at least every second: a recorder killed or a machine that
     // loses power keeps all but the last second.
     wopts.flush_interval = std::chrono::seconds(1);
-    // A drain's worth of records at high rates goes to the file as it is,
-    // without a copy into the writer's buffer.
-    wopts.direct_records = 1024;
     // Every command sampled means many records a second: stored raw.  zstd
     // costs ~13 instructions a byte even at its fast level -5 (~640 a
-    // record, more than all the rest of the recorder; tools/bench-record)
-    // for a file ~4.6x smaller.
+    // record, more than all the rest of the recorder; tools/bench-record;
+    // in the icount guest +10k instructions per 4k I/O) for a file ~4.6x
+    // smaller.
     if (sample == 1)
         wopts.zstd_level = 0;
     if (zstd_level)
         wopts.zstd_level = *zstd_level;
+    // Raw, a drain's worth of records at high rates goes to the file as it
+    // is, without a copy into the writer's buffer.  Compressed blocks stay
+    // large: zstd starts afresh for each one.
+    if (wopts.zstd_level == 0)
+        wopts.direct_records = 1024;
     return wopts;
 }
 

@@ -106,8 +106,11 @@ TEST(RecordWriterOptions, RawAtOneOfOneAndTheZstdOption) {
     EXPECT_EQ(all.direct_records, 1024u);
     EXPECT_EQ(all.flush_interval, std::chrono::seconds(1));
     EXPECT_EQ(recorder_writer_options(100).zstd_level, 1);
+    EXPECT_EQ(recorder_writer_options(100).direct_records, 0u);
     EXPECT_EQ(recorder_writer_options(1, -5).zstd_level, -5);
+    EXPECT_EQ(recorder_writer_options(1, -5).direct_records, 0u);
     EXPECT_EQ(recorder_writer_options(100, 0).zstd_level, 0);
+    EXPECT_EQ(recorder_writer_options(100, 0).direct_records, 1024u);
 
     RecordOptions o;
     o.roles = {"host"};
