@@ -13,7 +13,9 @@
 #   make debug-kernel build that kernel into the cache (hours on 2 cores; once)
 #   make bench        overhead and speed benchmarks (ratios measured side by side):
 #                     tools/bench (tracing overhead), tools/bench-io (nvmetrace bench vs fio),
-#                     then bench-join
+#                     then bench-record and bench-join
+#   make bench-record recorder cost per record on this machine (tools/bench-record:
+#                     callgrind instructions and ns per record; BASE=REV compares with REV)
 #   make bench-join   join speed: report of 10 M synthetic host + target commands, one
 #                     core (commands/s, records/s, peak memory)
 #   make install      install the tool and the module (into the running kernel's tree)
@@ -26,7 +28,7 @@ BUILD ?= $(CURDIR)/build
 PREFIX ?= /usr/local
 export NVMETRACE_BUILD := $(BUILD)
 
-.PHONY: all deps module tool check check-debug debug-kernel demo bench bench-join install dkms-install clean
+.PHONY: all deps module tool check check-debug debug-kernel demo bench bench-record bench-join install dkms-install clean
 
 all: module tool
 
@@ -60,7 +62,11 @@ demo:
 bench:
 	tools/bench
 	tools/bench-io
+	$(MAKE) bench-record
 	$(MAKE) bench-join
+
+bench-record:
+	tools/bench-record $(if $(BASE),--base $(BASE))
 
 # Release build of its own, so the figures are not a debug build's; files cached in
 # $(BUILD)/bench-join (about 1 GB for 10 M commands a side)

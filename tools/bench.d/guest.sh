@@ -111,7 +111,10 @@ one_run() {
 	esac
 	case $c in
 	rec*)
-		[[ $c =~ ^rec([0-9]+)([ht]?)(-notcp)?$ ]] || fail "unknown case $c"
+		[[ $c =~ ^rec([0-9]+)([ht]?)(-notcp)?(-z(-?[0-9]+))?$ ]] || fail "unknown case $c"
+		local zstd=()
+		# -zN: the records compressed at zstd level N (record --zstd N)
+		[ -z "${BASH_REMATCH[5]}" ] || zstd=(--zstd "${BASH_REMATCH[5]}")
 		# -notcp: nvme_tcp's BTF hidden from the tool, so it leaves the transport hooks off
 		[ -z "${BASH_REMATCH[3]}" ] || mount --bind /dev/null /sys/kernel/btf/nvme_tcp ||
 			fail "cannot hide /sys/kernel/btf/nvme_tcp"
@@ -122,7 +125,7 @@ one_run() {
 		esac
 		r0=$(st records) l0=$(st lost)
 		out=$RESULTS/runs/$name.record
-		"$NT" record "${roles[@]}" -s "${BASH_REMATCH[1]}" -o "/tmp/$name.ntr" >"$out" 2>&1 &
+		"$NT" record "${roles[@]}" -s "${BASH_REMATCH[1]}" "${zstd[@]}" -o "/tmp/$name.ntr" >"$out" 2>&1 &
 		rec=$!
 		recorder_wait "$out" "$name"
 		! mountpoint -q /sys/kernel/btf/nvme_tcp || umount /sys/kernel/btf/nvme_tcp

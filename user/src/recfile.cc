@@ -107,6 +107,16 @@ namespace {
 __attribute__((target("sse4.2"))) uint32_t crc32c_sse42(const std::byte* p, size_t n,
                                                         uint32_t crc) {
     uint64_t c = crc;
+    // 32 bytes a round: fewer loop instructions (the recorder checksums
+    // every record it writes)
+    for (; n >= 32; n -= 32, p += 32) {
+        uint64_t v[4];
+        std::memcpy(v, p, 32);
+        c = __builtin_ia32_crc32di(c, v[0]);
+        c = __builtin_ia32_crc32di(c, v[1]);
+        c = __builtin_ia32_crc32di(c, v[2]);
+        c = __builtin_ia32_crc32di(c, v[3]);
+    }
     for (; n >= 8; n -= 8, p += 8) {
         uint64_t v;
         std::memcpy(&v, p, 8);
@@ -488,6 +498,19 @@ void RecordingWriter::write_meta(const RecordingMeta& meta) {
 void RecordingWriter::append(std::span<const nvmetrace_rec> recs) {
     check_writable("append");
     const size_t block = opts_.block_records;
+    if (opts_.direct_records && recs.size() >= opts_.direct_records) {
+        // what is buffered goes first, then recs in blocks of their own,
+        // straight from the caller's memory
+        flush();
+        while (!recs.empty()) {
+            const size_t n = std::min(block, recs.size());
+            write_block(BlockType::records, std::as_bytes(recs.first(n)), static_cast<uint32_t>(n));
+            records_written_ += n;
+            recs = recs.subspan(n);
+        }
+        last_flush_ = std::chrono::steady_clock::now();
+        return;
+    }
     // Whole blocks straight from the caller's memory, without a copy.
     while (buf_.empty() && recs.size() >= block) {
         write_block(BlockType::records, std::as_bytes(recs.first(block)),

@@ -154,6 +154,11 @@ struct RecordingWriterOptions {
     // Records per RECORDS block: append() flushes when this many are buffered.
     // At most kMaxBlockBytes / sizeof(nvmetrace_rec).
     uint32_t block_records = 64 * 1024;
+    // If non-zero, append() writes a span of at least this many records as
+    // block(s) of its own straight from the caller's memory (after what is
+    // buffered), instead of copying it into the buffer: the recorder's
+    // drains at high rates.  Blocks are then smaller than block_records.
+    uint32_t direct_records = 0;
     // zstd level: 1..19, or negative for zstd's fast levels (less CPU, less
     // shrinking); 0 stores blocks uncompressed.  A block that does not
     // shrink is stored uncompressed whatever the level.

@@ -15,6 +15,7 @@
 #include <signal.h>
 #include <time.h>
 #include <unistd.h>
+#include <zstd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -168,6 +169,28 @@ LayoutNotes fill_layouts(uint32_t role, StartArgs& start) {
     return notes;
 }
 
+RecordingWriterOptions recorder_writer_options(uint32_t sample, std::optional<int> zstd_level) {
+    RecordingWriterOptions wopts;
+    // A block at least every second: a recorder killed or a machine that
+    // loses power keeps all but the last second.
+    wopts.flush_interval = std::chrono::seconds(1);
+    // Every command sampled means many records a second: stored raw.  zstd
+    // costs ~13 instructions a byte even at its fast level -5 (~640 a
+    // record, more than all the rest of the recorder; tools/bench-record;
+    // in the icount guest +10k instructions per 4k I/O) for a file ~4.6x
+    // smaller.
+    if (sample == 1)
+        wopts.zstd_level = 0;
+    if (zstd_level)
+        wopts.zstd_level = *zstd_level;
+    // Raw, a drain's worth of records at high rates goes to the file as it
+    // is, without a copy into the writer's buffer.  Compressed blocks stay
+    // large: zstd starts afresh for each one.
+    if (wopts.zstd_level == 0)
+        wopts.direct_records = 1024;
+    return wopts;
+}
+
 int run_record(const RecordOptions& opts) {
     const uint32_t role = roles_mask(opts.roles);
     if (opts.sample == 0)
@@ -176,6 +199,10 @@ int run_record(const RecordOptions& opts) {
         throw Error("no output file: -o FILE");
     if (!opts.transport.empty() && opts.transport != "tcp" && opts.transport != "rdma")
         throw Error(fmt::format("-t {}: the transport is tcp or rdma", opts.transport));
+    if (opts.zstd_level &&
+        (*opts.zstd_level < ZSTD_minCLevel() || *opts.zstd_level > ZSTD_maxCLevel()))
+        throw Error(fmt::format("--zstd {}: the level is {}..{} (0: records stored raw)",
+                                *opts.zstd_level, ZSTD_minCLevel(), ZSTD_maxCLevel()));
 
     GenlClient genl;
     const ModuleVersion mv = genl.get_version();
@@ -259,14 +286,7 @@ int run_record(const RecordOptions& opts) {
     meta.command_line = opts.command_line;
     meta.devices = devices_to_json(host_ns, target_ns);
 
-    // A block at least every second: a recorder killed or a machine that
-    // loses power keeps all but the last second.
-    RecordingWriterOptions wopts;
-    wopts.flush_interval = std::chrono::seconds(1);
-    // Every command sampled means many records a second: compress them with
-    // zstd's fast level, which costs a fraction of the CPU of level 1.
-    if (opts.sample == 1)
-        wopts.zstd_level = -5;
+    const RecordingWriterOptions wopts = recorder_writer_options(opts.sample, opts.zstd_level);
     RecordingWriter writer = RecordingWriter::open(opts.output, wopts);
     writer.write_meta(meta);
 
@@ -298,23 +318,12 @@ int run_record(const RecordOptions& opts) {
                meta.role, sampling_words(opts.sample));
     std::fflush(stdout);
 
-    // 50 ms: records are committed within microseconds of their timestamps.
-    Reorderer reorder(50'000'000);
     // Live lines need the analysis as records arrive; without them the
     // recorder only moves records to the file, and the summary is computed
     // from the file once the recording stops (its cost is then not paid on
     // the traced machine while the workload runs).
     const bool live = interval_ns > 0;
-    auto consume = [&](std::span<const nvmetrace_rec> recs) {
-        writer.append(recs);
-        if (live)
-            for (const auto& r : recs)
-                assembler.push(r);
-    };
-    auto drain = [&] {
-        return rings.drain(
-            [&](uint32_t cpu, std::span<const nvmetrace_rec> recs) { reorder.add(cpu, recs); });
-    };
+    RecordLoop loop(rings, writer, live ? &assembler : nullptr);
     // A drain that found a ring an eighth full or more goes round again at
     // once instead of sleeping: bursts must not fill the rings.  One that
     // found little (under 1/64 of a ring) sleeps longer: fewer wake-ups when
@@ -328,8 +337,8 @@ int run_record(const RecordOptions& opts) {
             uint64_t now = monotonic_ns();
             if (now >= end_at)
                 break;
-            const uint64_t drained = drain();
-            reorder.release(now, false, consume);
+            const uint64_t drained = loop.drain();
+            loop.release(now, false);
             if (interval_ns)
                 stats.advance(now > 100'000'000 ? now - 100'000'000 : 0);
             writer.flush_if_due();
@@ -344,8 +353,8 @@ int run_record(const RecordOptions& opts) {
     }
     genl.stop();
     const uint64_t t_end = monotonic_ns();
-    drain();
-    reorder.release(t_end, true, consume);
+    loop.drain();
+    loop.release(t_end, true);
     if (!live) {
         // the analysis, from what is in the file
         writer.flush();

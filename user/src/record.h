@@ -2,10 +2,16 @@
 // module into a file, and analyse recordings.
 #pragma once
 
+#include "analysis.h"
+#include "recfile.h"
+#include "record_queue.h"
+#include "ring_reader.h"
+
 #include <linux/nvmetrace.h>
 
 #include <algorithm>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -20,6 +26,7 @@ struct RecordOptions {
     uint64_t seed = 0;
     double duration_s = 0;             // 0: until Ctrl-C
     double interval_s = 0;             // live lines; 0: none
+    std::optional<int> zstd_level;     // --zstd; default: recorder_writer_options()
     std::string output;                // recording file
     std::vector<std::string> devices;  // host namespaces; empty: all fabrics namespaces
     bool detail = false;               // component table in the summary
@@ -28,6 +35,12 @@ struct RecordOptions {
 };
 
 int run_record(const RecordOptions& opts);
+
+struct RecordingWriterOptions;
+// How `record` writes its file when sampling 1 of `sample` commands, with
+// blocks compressed at zstd_level (0: stored raw) if one is given.
+RecordingWriterOptions recorder_writer_options(uint32_t sample,
+                                               std::optional<int> zstd_level = std::nullopt);
 
 struct StartArgs;
 // What fill_layouts() could not find: empty when found (or not needed).
@@ -59,66 +72,73 @@ int run_report(const ReportCommandOptions& opts);
 // ring is in time order (a record's timestamp is taken inside its
 // reservation); across rings, a record is committed within microseconds of its
 // timestamp, so once the newest drain is `window_ns` past a timestamp, no
-// older record can still arrive.  Release merges the rings' streams: every
-// record is copied once in and once out, never sorted.
+// older record can still arrive.  Release merges the rings' streams, never
+// sorting: with one ring to release from (one busy CPU) its records go out
+// from where they were drained to, else they are merged into one array.
 class Reorderer {
 public:
     explicit Reorderer(uint64_t window_ns) : window_ns_(window_ns) {}
 
     // recs: records drained from ring `cpu`, continuing its earlier ones.
     void add(uint32_t cpu, std::span<const nvmetrace_rec> recs) {
-        if (recs.empty())
-            return;
+        if (!recs.empty())
+            stream(cpu).push_back(recs);
+    }
+    // Ring `cpu`'s queue, to drain into directly (RingReader::drain_into).
+    RecordQueue& stream(uint32_t cpu) {
         if (cpu >= streams_.size())
             streams_.resize(cpu + 1);
-        Stream& st = streams_[cpu];
-        st.recs.insert(st.recs.end(), recs.begin(), recs.end());
+        return streams_[cpu];
     }
 
     // Hands every record older than now - window (all of them with
-    // flush_all) to fn, as one span in ts order, and forgets them.
+    // flush_all) to fn, in ts order, in one or more spans, and forgets them.
     template <class Fn>
     void release(uint64_t now_ns, bool flush_all, Fn&& fn) {
         const uint64_t limit =
             flush_all ? UINT64_MAX : (now_ns > window_ns_ ? now_ns - window_ns_ : 0);
-        out_.clear();
-        // One ring with records to release (the common case with one busy
-        // CPU): they are in order already, hand them on in one piece.
-        Stream* only = nullptr;
+        RecordQueue* only = nullptr;
         size_t busy = 0;
         for (auto& st : streams_) {
-            if (st.head < st.recs.size() && st.recs[st.head].ts < limit) {
+            if (!st.empty() && st.front().ts < limit) {
                 only = &st;
                 busy++;
             }
         }
         if (busy == 1) {
-            auto first = only->recs.begin() + static_cast<std::ptrdiff_t>(only->head);
-            auto end = std::partition_point(
-                first, only->recs.end(), [limit](const nvmetrace_rec& r) { return r.ts < limit; });
-            out_.assign(first, end);
-            only->head += static_cast<size_t>(end - first);
+            // in order already: hand them on in place
+            size_t lo = 0, hi = only->size();
+            if ((*only)[hi - 1].ts >= limit) {
+                while (lo < hi) {
+                    const size_t mid = lo + (hi - lo) / 2;
+                    if ((*only)[mid].ts < limit)
+                        lo = mid + 1;
+                    else
+                        hi = mid;
+                }
+            } else {
+                lo = hi;
+            }
+            for (size_t n = lo; n > 0;) {
+                std::span<const nvmetrace_rec> piece = only->front_span(n);
+                fn(piece);
+                only->pop_front(piece.size());
+                n -= piece.size();
+            }
+            return;
         }
+        out_.clear();
         for (; busy > 1;) {
-            Stream* best = nullptr;
+            RecordQueue* best = nullptr;
             for (auto& st : streams_) {
-                if (st.head < st.recs.size() && st.recs[st.head].ts < limit &&
-                    (!best || st.recs[st.head].ts < best->recs[best->head].ts))
+                if (!st.empty() && st.front().ts < limit &&
+                    (!best || st.front().ts < best->front().ts))
                     best = &st;
             }
             if (!best)
                 break;
-            out_.push_back(best->recs[best->head++]);
-        }
-        for (auto& st : streams_) {
-            if (st.head == st.recs.size()) {
-                st.recs.clear();
-                st.head = 0;
-            } else if (st.head > 4096 && st.head * 2 > st.recs.size()) {
-                st.recs.erase(st.recs.begin(),
-                              st.recs.begin() + static_cast<std::ptrdiff_t>(st.head));
-                st.head = 0;
-            }
+            out_.push_back(best->front());
+            best->pop_front(1);
         }
         if (!out_.empty())
             fn(std::span<const nvmetrace_rec>(out_.data(), out_.size()));
@@ -127,18 +147,52 @@ public:
     size_t pending() const {
         size_t n = 0;
         for (const auto& st : streams_)
-            n += st.recs.size() - st.head;
+            n += st.size();
         return n;
     }
 
 private:
-    struct Stream {
-        std::vector<nvmetrace_rec> recs;
-        size_t head = 0;
-    };
     uint64_t window_ns_;
-    std::vector<Stream> streams_;
+    std::vector<RecordQueue> streams_;
     std::vector<nvmetrace_rec> out_;
+};
+
+// What `record` does with the rings each time it wakes up: drains them into
+// the Reorderer, and hands what it releases, in time order, to the file and
+// (with live lines) to the Assembler.  record_bench drives the same object
+// over rings in memory.
+class RecordLoop {
+public:
+    // 50 ms: records are committed within microseconds of their timestamps.
+    static constexpr uint64_t kWindowNs = 50'000'000;
+
+    // live: the Assembler of the live lines, or nullptr (records only go to
+    // the file; the summary is computed from it once the recording stops).
+    RecordLoop(RingReader& rings, RecordingWriter& writer, Assembler* live,
+               uint64_t window_ns = kWindowNs)
+        : rings_(rings), writer_(writer), live_(live), reorder_(window_ns) {}
+
+    // Drains every ring; returns the records drained.
+    uint64_t drain() {
+        return rings_.drain_into(
+            [this](uint32_t cpu) -> RecordQueue& { return reorder_.stream(cpu); });
+    }
+    // Writes (and assembles) what is older than now - window, or everything.
+    void release(uint64_t now_ns, bool all) {
+        reorder_.release(now_ns, all, [this](std::span<const nvmetrace_rec> recs) {
+            writer_.append(recs);
+            if (live_)
+                for (const auto& r : recs)
+                    live_->push(r);
+        });
+    }
+    size_t pending() const { return reorder_.pending(); }
+
+private:
+    RingReader& rings_;
+    RecordingWriter& writer_;
+    Assembler* live_;
+    Reorderer reorder_;
 };
 
 }  // namespace nvmetrace

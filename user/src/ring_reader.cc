@@ -152,6 +152,15 @@ void RingReader::unmap_all() noexcept {
     rings_.clear();
 }
 
+void RingReader::throw_corrupt(uint32_t cpu) const {
+    const nvmetrace_ring_ctrl* ctrl = rings_[cpu].ctrl;
+    uint64_t head = NVMETRACE_READ_ONCE(ctrl->head);
+    uint64_t tail = NVMETRACE_READ_ONCE(ctrl->tail);
+    throw Error(
+        fmt::format("ring {}: corrupted control page: head {} tail {} with {} records per ring",
+                    cpu, head, tail, geo_.nr_recs));
+}
+
 uint64_t RingReader::drain(const Sink& sink) {
     uint64_t total = 0;
     const auto max = static_cast<uint32_t>(buf_.size());
@@ -162,17 +171,37 @@ uint64_t RingReader::drain(const Sink& sink) {
 
         while (from_ring < geo_.nr_recs) {
             long n = nvmetrace_ring_consume(ring.ctrl, ring.data, geo_.nr_recs, buf_.data(), max);
-            if (n < 0) {
-                uint64_t head = NVMETRACE_READ_ONCE(ring.ctrl->head);
-                uint64_t tail = NVMETRACE_READ_ONCE(ring.ctrl->tail);
-                throw Error(
-                    fmt::format("ring {}: corrupted control page: head {} tail {} "
-                                "with {} records per ring",
-                                cpu, head, tail, geo_.nr_recs));
-            }
+            if (n < 0)
+                throw_corrupt(cpu);
             if (n == 0)
                 break;
             sink(cpu, std::span<const nvmetrace_rec>(buf_.data(), static_cast<size_t>(n)));
+            from_ring += static_cast<uint64_t>(n);
+            if (static_cast<uint32_t>(n) < max)
+                break;
+        }
+        total += from_ring;
+    }
+    return total;
+}
+
+uint64_t RingReader::drain_into(const QueueFor& queue_for) {
+    uint64_t total = 0;
+    for (uint32_t cpu = 0; cpu < rings_.size(); cpu++) {
+        Ring& ring = rings_[cpu];
+        // nothing committed: leave the queue alone
+        if (NVMETRACE_LOAD_ACQUIRE(&ring.ctrl->head) == NVMETRACE_READ_ONCE(ring.ctrl->tail))
+            continue;
+        RecordQueue& q = queue_for(cpu);
+        uint64_t from_ring = 0;
+        while (from_ring < geo_.nr_recs) {
+            const uint64_t left = geo_.nr_recs - from_ring;
+            std::span<nvmetrace_rec> room = q.space(std::min<uint64_t>(left, kBatch));
+            const auto max = static_cast<uint32_t>(std::min<uint64_t>(room.size(), left));
+            long n = nvmetrace_ring_consume(ring.ctrl, ring.data, geo_.nr_recs, room.data(), max);
+            if (n < 0)
+                throw_corrupt(cpu);
+            q.commit(static_cast<size_t>(n));
             from_ring += static_cast<uint64_t>(n);
             if (static_cast<uint32_t>(n) < max)
                 break;

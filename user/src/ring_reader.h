@@ -5,6 +5,8 @@
 // build understands, and drains them with nvmetrace_ring_consume().
 #pragma once
 
+#include "record_queue.h"
+
 #include <linux/nvmetrace.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -66,6 +68,11 @@ public:
     // Error if a control page no longer makes sense (head behind tail or more
     // than a ring ahead of it); that ring's tail is left untouched.
     uint64_t drain(const Sink& sink);
+    // The same, but each ring's records are copied straight to the back of
+    // the queue `queue_for(cpu)` returns (no copy in between): the
+    // recorder's path.
+    using QueueFor = std::function<RecordQueue&(uint32_t cpu)>;
+    uint64_t drain_into(const QueueFor& queue_for);
 
     [[nodiscard]] std::vector<RingStats> stats() const;
     [[nodiscard]] uint64_t lost() const;  // sum over all rings
@@ -79,6 +86,7 @@ private:
     };
 
     void unmap_all() noexcept;
+    [[noreturn]] void throw_corrupt(uint32_t cpu) const;
 
     RingGeometry geo_;
     std::vector<Ring> rings_;

@@ -246,6 +246,20 @@ TEST(Crc32c, KnownVectors) {
     std::string_view s = "123456789";
     uint32_t part = crc32c(std::as_bytes(std::span(s.substr(0, 4))));
     EXPECT_EQ(crc32c(std::as_bytes(std::span(s.substr(4))), part), 0xe3069283u);
+    // every length around the 32- and 8-byte rounds of the SSE 4.2 loop
+    // against the bytewise definition
+    std::string data;
+    for (int i = 0; i < 100; i++)
+        data.push_back(static_cast<char>(i * 37 + 11));
+    for (size_t n = 0; n <= data.size(); n++) {
+        uint32_t bitwise = ~0u;
+        for (size_t i = 0; i < n; i++) {
+            bitwise ^= static_cast<unsigned char>(data[i]);
+            for (int k = 0; k < 8; k++)
+                bitwise = bitwise & 1 ? (bitwise >> 1) ^ 0x82f63b78u : bitwise >> 1;
+        }
+        EXPECT_EQ(crc(std::string_view(data).substr(0, n)), ~bitwise) << n << " bytes";
+    }
 }
 
 TEST(RecFile, SchemaCoversTheRecord) {
@@ -383,6 +397,38 @@ TEST(RecFile, FastZstdLevelShrinksAndReadsBack) {
     for (const BlockInfo& b : walk_blocks(slurp(path)))
         zstd_blocks += b.flags & 1;
     EXPECT_GE(zstd_blocks, 5u);
+    ReadResult res = read_recording(path);
+    EXPECT_EQ(res.end, RecordingEnd::clean);
+    EXPECT_TRUE(same_records(res.records, recs));
+}
+
+// direct_records: a long enough span goes out as block(s) of its own, after
+// what was buffered, in order; short ones are still buffered.
+TEST(RecFile, DirectAppendsWriteLongSpansAsTheirOwnBlocks) {
+    TempDir tmp;
+    std::string path = tmp.path("direct.ntr");
+    const std::vector<nvmetrace_rec> recs = make_records(2 + 10 + 3 + 4);
+    RecordingWriterOptions opts;
+    opts.zstd_level = 0;
+    opts.block_records = 8;
+    opts.direct_records = 4;
+    RecordingWriter w = RecordingWriter::open(path, opts);
+    w.write_meta(test_meta());
+    std::span<const nvmetrace_rec> all(recs);
+    w.append(all.first(2));  // buffered
+    EXPECT_EQ(w.buffered(), 2u);
+    w.append(all.subspan(2, 10));  // the 2, then 8 and 2 straight
+    EXPECT_EQ(w.buffered(), 0u);
+    EXPECT_EQ(w.records_written(), 12u);
+    w.append(all.subspan(12, 3));  // buffered
+    w.append(all.subspan(15, 4));  // the 3, then the 4
+    EXPECT_EQ(w.records_written(), 19u);
+    w.close();
+    std::vector<uint32_t> counts;
+    for (const BlockInfo& b : walk_blocks(slurp(path)))
+        if (b.type == static_cast<uint16_t>(BlockType::records))
+            counts.push_back(b.count);
+    EXPECT_EQ(counts, (std::vector<uint32_t>{2, 8, 2, 3, 4}));
     ReadResult res = read_recording(path);
     EXPECT_EQ(res.end, RecordingEnd::clean);
     EXPECT_TRUE(same_records(res.records, recs));

@@ -1,6 +1,7 @@
 #include "record.h"
 
 #include "btf_layout.h"
+#include "error.h"
 
 #include <unistd.h>
 
@@ -20,6 +21,108 @@ nvmetrace_rec rec_at(uint64_t ts, uint32_t seq) {
     r.ts = ts;
     r.seq = seq;
     return r;
+}
+
+// A FIFO that wraps and grows keeps its records in order, and hands out
+// its front in contiguous pieces.
+TEST(RecordQueue, WrapsAndGrowsInOrder) {
+    RecordQueue q;
+    uint64_t in = 0, out = 0;
+    size_t most = 0;
+    std::mt19937_64 rng(3);
+    for (int round = 0; round < 300; round++) {
+        // fill through space()/commit() and push_back(), in uneven pieces
+        size_t n = rng() % 700;
+        while (n) {
+            std::span<nvmetrace_rec> room = q.space(n);
+            ASSERT_FALSE(room.empty());
+            const size_t k = std::min(room.size(), n);
+            for (size_t i = 0; i < k; i++)
+                room[i] = rec_at(in++, 0);
+            q.commit(k);
+            n -= k;
+        }
+        std::vector<nvmetrace_rec> more;
+        for (size_t i = rng() % 50; i > 0; i--)
+            more.push_back(rec_at(in++, 0));
+        q.push_back(more);
+        ASSERT_EQ(q.size(), in - out);
+        most = std::max(most, q.size());
+        ASSERT_EQ(q.capacity() & (q.capacity() - 1), 0u) << "capacity not a power of two";
+        // take from the front in pieces
+        size_t take = rng() % (q.size() + 1);
+        while (take) {
+            std::span<const nvmetrace_rec> piece = q.front_span(take);
+            ASSERT_FALSE(piece.empty());
+            for (const auto& r : piece)
+                ASSERT_EQ(r.ts, out++);
+            q.pop_front(piece.size());
+            take -= piece.size();
+        }
+        if (!q.empty()) {
+            ASSERT_EQ(q.front().ts, out);
+            ASSERT_EQ(q[q.size() - 1].ts, in - 1);
+        }
+    }
+    EXPECT_GT(in, 50'000u);
+    // grows only for what it holds (doubling; space() asks for up to 700 more)
+    EXPECT_LE(q.capacity(), 2 * (most + 700));
+}
+
+// With one busy ring, what is released comes straight from its queue, in
+// pieces where the queue wraps, in order and exactly once.
+TEST(Reorderer, OneRingIsReleasedInPlaceAcrossTheWrap) {
+    Reorderer ro(100);
+    std::vector<uint64_t> out;
+    uint64_t ts = 0;
+    for (int round = 0; round < 50; round++) {
+        std::vector<nvmetrace_rec> batch;
+        for (int i = 0; i < 333; i++)
+            batch.push_back(rec_at(ts += 3, 0));
+        ro.add(0, batch);
+        ro.release(ts, false, [&](std::span<const nvmetrace_rec> recs) {
+            for (const auto& r : recs) {
+                EXPECT_LT(r.ts + 100, ts);
+                out.push_back(r.ts);
+            }
+        });
+        EXPECT_LE(ro.pending(), 34u);
+    }
+    ro.release(ts, true, [&](std::span<const nvmetrace_rec> recs) {
+        for (const auto& r : recs)
+            out.push_back(r.ts);
+    });
+    ASSERT_EQ(out.size(), 50u * 333u);
+    for (size_t i = 0; i < out.size(); i++)
+        ASSERT_EQ(out[i], 3 * (i + 1));
+}
+
+// Every command sampled: records stored raw, a drain's release written
+// straight; fewer: zstd level 1; --zstd wins either way, and a level zstd
+// does not have is refused before anything is attached.
+TEST(RecordWriterOptions, RawAtOneOfOneAndTheZstdOption) {
+    RecordingWriterOptions all = recorder_writer_options(1);
+    EXPECT_EQ(all.zstd_level, 0);
+    EXPECT_EQ(all.direct_records, 1024u);
+    EXPECT_EQ(all.flush_interval, std::chrono::seconds(1));
+    EXPECT_EQ(recorder_writer_options(100).zstd_level, 1);
+    EXPECT_EQ(recorder_writer_options(100).direct_records, 0u);
+    EXPECT_EQ(recorder_writer_options(1, -5).zstd_level, -5);
+    EXPECT_EQ(recorder_writer_options(1, -5).direct_records, 0u);
+    EXPECT_EQ(recorder_writer_options(100, 0).zstd_level, 0);
+    EXPECT_EQ(recorder_writer_options(100, 0).direct_records, 1024u);
+
+    RecordOptions o;
+    o.roles = {"host"};
+    o.output = "/nonexistent/x.ntr";
+    o.zstd_level = 1000;
+    try {
+        run_record(o);
+        FAIL() << "no error";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("--zstd 1000: the level is"), std::string::npos)
+            << e.what();
+    }
 }
 
 TEST(Reorderer, ReleasesOnlyWhatIsOlderThanTheWindowInTimeOrder) {

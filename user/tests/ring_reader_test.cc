@@ -130,6 +130,53 @@ TEST(RingReader, DrainsEveryRingInOrderAndReportsLostPerRing) {
     EXPECT_EQ(reader.drain([](uint32_t, std::span<const nvmetrace_rec>) {}), 0u);
 }
 
+// drain_into() puts each ring's records at the back of that ring's queue,
+// across the queue's wrap and growth, at most a ring's worth per drain.
+TEST(RingReader, DrainIntoAppendsEachRingToItsQueue) {
+    FakeDevice dev(3, 2048);
+    std::map<uint32_t, RecordQueue> queues;
+    auto queue_for = [&](uint32_t cpu) -> RecordQueue& { return queues[cpu]; };
+    RingReader reader(dev.fd(), dev.geo());
+    uint64_t next0 = 0, next2 = 5000;
+    uint64_t seen0 = 0;
+    for (int round = 0; round < 6; round++) {
+        for (int i = 0; i < 700; i++)
+            ASSERT_TRUE(dev.produce(0, next0++));
+        for (int i = 0; i < 300; i++)
+            ASSERT_TRUE(dev.produce(2, next2++));
+        EXPECT_EQ(reader.drain_into(queue_for), 1000u);
+        // take some from the front, so later drains wrap around the buffer
+        queues[0].pop_front(500);
+        seen0 += 500;
+    }
+    EXPECT_EQ(queues.count(1), 0u) << "an empty ring's queue was asked for";
+    ASSERT_EQ(queues[0].size(), next0 - seen0);
+    for (size_t i = 0; i < queues[0].size(); i++)
+        ASSERT_EQ(queues[0][i].lba, seen0 + i);
+    ASSERT_EQ(queues[2].size(), 1800u);
+    for (size_t i = 0; i < queues[2].size(); i++)
+        ASSERT_EQ(queues[2][i].lba, 5000 + i);
+    EXPECT_EQ(reader.stats()[0].tail, next0);
+
+    // a full ring: exactly its records, then nothing
+    for (int i = 0; i < 2048; i++)
+        ASSERT_TRUE(dev.produce(2, 9000 + static_cast<uint64_t>(i)));
+    EXPECT_FALSE(dev.produce(2, 1));
+    EXPECT_EQ(reader.drain_into(queue_for), 2048u);
+    EXPECT_EQ(queues[2].size(), 1800u + 2048u);
+    EXPECT_EQ(queues[2][1800].lba, 9000u);
+    EXPECT_EQ(reader.drain_into(queue_for), 0u);
+
+    // and the same error as drain() for a control page that makes no sense
+    dev.ctrl(1)->head = 100'000;
+    try {
+        reader.drain_into(queue_for);
+        FAIL() << "no error";
+    } catch (const Error& e) {
+        EXPECT_THAT(e.what(), HasSubstr("ring 1: corrupted control page: head 100000 tail 0"));
+    }
+}
+
 TEST(RingReader, MovedReaderKeepsTheMappings) {
     FakeDevice dev(2, 4);
     ASSERT_TRUE(dev.produce(1, 7));

@@ -208,4 +208,115 @@ inline std::pair<uint64_t, uint64_t> write(const std::string& host_path,
     return {hw.records_written(), tw.records_written()};
 }
 
+// ------------------------------------------------------------------ one machine's stream
+
+// What `record -r host -r target -s 1` drains from one CPU's ring while fio
+// runs 4k random reads at QD1 on an nvme-tcp loopback namespace (nvmet on
+// null_blk): 16 records a command, in the order and with the fields a 6.12
+// guest's recording has (40-tcp-components' rr4k.ntr), on one clock.
+struct TcpLoopback {
+    static constexpr uint32_t kHead = 259u << 20 | 1;  // nvme0n1
+    static constexpr uint32_t kPath = 2;               // nvme0c0n1 (hidden: diskseq)
+    static constexpr uint32_t kPid = 226;
+    static constexpr uint16_t kQid = 2, kCntlid = 1, kDepth = 128;
+
+    static nlohmann::json devices() {
+        return nlohmann::json::array({{{"kind", "disk"},
+                                       {"name", "nvme0n1"},
+                                       {"dev", kHead},
+                                       {"lbs", 512},
+                                       {"nsid", 1},
+                                       {"ctrl", "nvme0"},
+                                       {"cntlid", kCntlid},
+                                       {"transport", "tcp"},
+                                       {"subsysnqn", "nqn.synth"}},
+                                      {{"kind", "path"},
+                                       {"name", "nvme0c0n1"},
+                                       {"dev", kPath},
+                                       {"head_dev", kHead},
+                                       {"ctrl", "nvme0"},
+                                       {"cntlid", kCntlid}},
+                                      {{"kind", "target_ns"},
+                                       {"subsysnqn", "nqn.synth"},
+                                       {"nsid", 1},
+                                       {"device_path", "/dev/nullb0"},
+                                       {"lbs", 512},
+                                       {"enabled", true}}});
+    }
+
+    // 1: the guest's times (a command every ~370 us); the benchmark's
+    // icount guest runs ~5x faster
+    double time_scale = 1.0;
+    std::mt19937_64 rng{1};
+    uint64_t n = 0;  // commands so far
+    uint64_t now = 1'000'000'000;
+    uint32_t seq = 0;  // the ring's sequence numbers
+
+    uint64_t scaled(uint64_t ns) const {
+        return static_cast<uint64_t>(static_cast<double>(ns) * time_scale);
+    }
+
+    // Appends one command's records; the next one starts after it.
+    void command(std::vector<nvmetrace_rec>& out) {
+        const uint64_t lba = (rng() % (1u << 26)) * 8;
+        const auto tag = static_cast<uint16_t>(n % kDepth);
+        const uint64_t t0 = now;
+        auto rec = [&](uint16_t ev, uint64_t at, uint32_t dev, uint8_t flags, uint64_t aux = 0) {
+            nvmetrace_rec r{};
+            r.ts = t0 + scaled(at);
+            r.lba = lba;
+            r.aux = aux;
+            r.dev = dev;
+            r.len = 4096;
+            r.event = ev;
+            r.opcode = 0x02;
+            r.flags = flags;
+            r.seq = seq++;
+            if (flags & NVMETRACE_REC_HAS_QID) {
+                r.qid = kQid;
+                r.tag = tag;
+            }
+            if (flags & NVMETRACE_REC_HAS_CID)
+                r.cid = tag;
+            return r;
+        };
+        auto target = [&](uint16_t ev, uint64_t at, uint64_t aux = 0) {
+            nvmetrace_rec r{};
+            r.ts = t0 + scaled(at);
+            r.lba = lba;
+            r.aux = aux;
+            r.len = 8;
+            r.event = ev;
+            r.qid = kQid;
+            r.cid = tag;
+            r.cntlid = kCntlid;
+            r.opcode = 0x02;
+            r.flags = NVMETRACE_REC_HAS_QID | NVMETRACE_REC_HAS_CID | kRecLenBlocks;
+            r.seq = seq++;
+            return r;
+        };
+        constexpr uint8_t q = NVMETRACE_REC_HAS_QID, qc = q | NVMETRACE_REC_HAS_CID;
+        const uint64_t j = rng() % 2000;  // ns of jitter
+        out.push_back(rec(NVMETRACE_EV_FILE_SUBMIT, 0, kHead, 0, uint64_t{9'000 + j} << 32 | kPid));
+        out.push_back(rec(NVMETRACE_EV_BIO_QUEUE, 12'000, kHead, 0));
+        out.push_back(rec(NVMETRACE_EV_NVME_SETUP, 31'000, kPath, qc, 1));
+        out.push_back(rec(NVMETRACE_EV_RQ_ISSUE, 34'500, kPath, q));
+        out.push_back(rec(NVMETRACE_EV_TCP_CMD_SEND, 37'000 + j, kPath, q));
+        out.push_back(target(NVMETRACE_EV_NVMET_INIT, 157'000 + j, 1));
+        out.push_back(target(NVMETRACE_EV_TCPT_CMD_RECV, 160'000 + j, t0 + scaled(156'500 + j)));
+        out.push_back(target(NVMETRACE_EV_NVMET_EXEC, 176'000 + j));
+        out.push_back(target(NVMETRACE_EV_NVMET_BIO_DONE, 194'000 + j));
+        out.push_back(target(NVMETRACE_EV_NVMET_COMPLETE, 196'000 + j));
+        out.push_back(rec(NVMETRACE_EV_TCP_C2H_RECV, 273'000 + 2 * j, kPath, q, 1ull << 34));
+        out.push_back(rec(NVMETRACE_EV_TCP_RSP_RECV, 274'000 + 2 * j, kPath, q));
+        out.push_back(rec(NVMETRACE_EV_NVME_COMPLETE, 281'500 + 2 * j, kPath, q));
+        out.push_back(rec(NVMETRACE_EV_RQ_COMPLETE, 284'500 + 2 * j, kPath, q));
+        out.push_back(rec(NVMETRACE_EV_AIO_COMPLETE, 288'000 + 2 * j, kHead, 0, 4096));
+        out.push_back(rec(NVMETRACE_EV_AIO_REAP, 338'000 + 2 * j, kHead, 0, 1ull << 32 | kPid));
+        out.back().len = 0;
+        n++;
+        now = t0 + scaled(368'000 + 3 * j);
+    }
+};
+
 }  // namespace nvmetrace::synth
