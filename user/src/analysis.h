@@ -378,6 +378,8 @@ private:
     const DeviceTable& devices_;
     Sink sink_;
     uint64_t bio_horizon_ns_;
+    // the slots of each side's first and last required event (looked up once)
+    std::array<int, 2> host_ends_{}, target_ends_{};
     AssemblyCounts counts_;
 
     RecyclingMap<WaitKey, SmallFifo<Waiting>, WaitKeyHash> waiting_;
