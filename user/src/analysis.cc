@@ -203,7 +203,11 @@ size_t Assembler::WaitKeyHash::operator()(const WaitKey& k) const {
 }
 
 Assembler::Assembler(const DeviceTable& devices, Sink sink, uint64_t bio_horizon_ns)
-    : devices_(devices), sink_(std::move(sink)), bio_horizon_ns_(bio_horizon_ns) {}
+    : devices_(devices), sink_(std::move(sink)), bio_horizon_ns_(bio_horizon_ns) {
+    const ViewEnds h = required_ends_of(View::host_only), t = required_ends_of(View::target_only);
+    host_ends_ = {h.first, h.last};
+    target_ends_ = {t.first, t.last};
+}
 
 void Assembler::push(const nvmetrace_rec& rec) {
     if (counts_.first_ts == 0 && counts_.last_ts == 0)
@@ -360,7 +364,7 @@ void Assembler::push_host_rq(const nvmetrace_rec& rec, int slot) {
         if (rec.flags & NVMETRACE_REC_HAS_QID)
             c.qid = rec.qid;
     }
-    if (slot == required_ends_of(View::host_only).last) {
+    if (slot == host_ends_[1]) {
         c.status = rec.aux;
         if (c.has(event_slot(NVMETRACE_EV_FILE_SUBMIT)))
             hold_for_user(c);
@@ -381,7 +385,7 @@ void Assembler::push_target(const nvmetrace_rec& rec, int slot) {
     if (!fresh && (f.cmd.lba != rec.lba || out_of_order(f, ev, slot))) {
         // The key was reused.  A command that had reached nvmet_req_complete
         // and waited only for a trailing event (ends_at) is done as it is.
-        if (f.cmd.has(required_ends_of(View::target_only).last))
+        if (f.cmd.has(target_ends_[1]))
             emit(f.cmd);
         else
             counts_.lost_end++;
@@ -403,7 +407,7 @@ void Assembler::push_target(const nvmetrace_rec& rec, int slot) {
     Command& c = f.cmd;
     if (ev.ts_in_aux) {
         // noted before the side's first event; later: another PDU's arrival
-        const int first = required_ends_of(View::target_only).first;
+        const int first = target_ends_[0];
         if (!c.has(first) || rec.aux > c.at(first)) {
             counts_.late_times++;
             f.max_rank = std::max(f.max_rank, ev.rank);
@@ -418,7 +422,7 @@ void Assembler::push_target(const nvmetrace_rec& rec, int slot) {
         f.max_rank = std::max(f.max_rank, ev.rank);
     if (rec.event == NVMETRACE_EV_NVMET_INIT)
         c.nsid = static_cast<uint32_t>(rec.aux);
-    const int last = required_ends_of(View::target_only).last;
+    const int last = target_ends_[1];
     if (slot == last)
         c.status = rec.aux;
     if (c.has(last) && !awaits_trailing(c)) {
@@ -428,8 +432,7 @@ void Assembler::push_target(const nvmetrace_rec& rec, int slot) {
 }
 
 void Assembler::emit(Command& c) {
-    View v = c.side == Side::host ? View::host_only : View::target_only;
-    if (!c.has(required_ends_of(v).first)) {
+    if (!c.has(c.side == Side::host ? host_ends_[0] : target_ends_[0])) {
         counts_.cut_start++;
         return;
     }
@@ -450,7 +453,7 @@ void Assembler::finish() {
     counts_.cut_end += host_.size();
     // target commands that waited only for a trailing event are done as they are
     for (auto& [key, f] : target_) {
-        if (f.cmd.has(required_ends_of(View::target_only).last))
+        if (f.cmd.has(target_ends_[1]))
             emit(f.cmd);
         else
             counts_.cut_end++;

@@ -257,60 +257,6 @@ private:
     size_t head_ = 0;
 };
 
-// An unordered_map that keeps the nodes of erased entries (up to kKeep) and
-// reuses them for the next insertions: the Assembler inserts and erases a few
-// entries per command, and would otherwise allocate and free each time.
-template <class K, class V, class H = std::hash<K>>
-class RecyclingMap {
-public:
-    using Map = std::unordered_map<K, V, H>;
-    using iterator = typename Map::iterator;
-    using const_iterator = typename Map::const_iterator;
-    static constexpr size_t kKeep = 256;
-
-    iterator begin() { return m_.begin(); }
-    iterator end() { return m_.end(); }
-    const_iterator begin() const { return m_.begin(); }
-    const_iterator end() const { return m_.end(); }
-    [[nodiscard]] size_t size() const { return m_.size(); }
-    [[nodiscard]] bool empty() const { return m_.empty(); }
-    iterator find(const K& k) { return m_.find(k); }
-    [[nodiscard]] size_t count(const K& k) const { return m_.count(k); }
-    V& at(const K& k) { return m_.at(k); }
-
-    // As std::unordered_map's: a value-initialized V under k if k is absent.
-    std::pair<iterator, bool> try_emplace(const K& k) {
-        if (free_.empty())
-            return m_.try_emplace(k);
-        auto it = m_.find(k);
-        if (it != m_.end())
-            return {it, false};
-        typename Map::node_type nh = std::move(free_.back());
-        free_.pop_back();
-        nh.key() = k;
-        nh.mapped() = V{};
-        return {m_.insert(std::move(nh)).position, true};
-    }
-    std::pair<iterator, bool> emplace(const K& k, const V& v) {
-        auto r = try_emplace(k);
-        if (r.second)
-            r.first->second = v;
-        return r;
-    }
-    V& operator[](const K& k) { return try_emplace(k).first->second; }
-    void erase(iterator it) {
-        if (free_.size() < kKeep)
-            free_.push_back(m_.extract(it));
-        else
-            m_.erase(it);
-    }
-    void clear() { m_.clear(); }
-
-private:
-    Map m_;
-    std::vector<typename Map::node_type> free_;
-};
-
 // Joins records into commands.  Feed it one machine's records in timestamp
 // order (see merge_by_ts()); call finish() at the end of the recording.
 // Not thread-safe.
@@ -378,18 +324,20 @@ private:
     const DeviceTable& devices_;
     Sink sink_;
     uint64_t bio_horizon_ns_;
+    // the slots of each side's first and last required event (looked up once)
+    std::array<int, 2> host_ends_{}, target_ends_{};
     AssemblyCounts counts_;
 
-    RecyclingMap<WaitKey, SmallFifo<Waiting>, WaitKeyHash> waiting_;
+    std::unordered_map<WaitKey, SmallFifo<Waiting>, WaitKeyHash> waiting_;
     std::deque<std::pair<WaitKey, Waiting>> wait_order_;  // for expiry, oldest first
     size_t waiting_count_ = 0;
     uint64_t next_wait_id_ = 0;
     // (dev, qid, tag) and (cntlid, qid, cid) -> the command in flight
-    RecyclingMap<uint64_t, InFlight> host_;
-    RecyclingMap<uint64_t, InFlight> target_;
+    std::unordered_map<uint64_t, InFlight> host_;
+    std::unordered_map<uint64_t, InFlight> target_;
     // commands held for their aio completion and reap, by id
-    RecyclingMap<uint64_t, Command> tail_cmds_;
-    RecyclingMap<WaitKey, SmallFifo<uint64_t>, WaitKeyHash> tail_by_key_;
+    std::unordered_map<uint64_t, Command> tail_cmds_;
+    std::unordered_map<WaitKey, SmallFifo<uint64_t>, WaitKeyHash> tail_by_key_;
     std::deque<std::pair<uint64_t, uint64_t>> tail_order_;  // (ts held, id), oldest first
     uint64_t next_tail_id_ = 0;
 };

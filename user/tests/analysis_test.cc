@@ -117,35 +117,6 @@ TEST(SmallFifo, BehavesLikeADeque) {
     EXPECT_GT(next, 10000u);
 }
 
-// RecyclingMap: an erased entry's node comes back value-initialized under
-// its new key; lookups, counts and iteration as unordered_map's.
-TEST(RecyclingMap, ReusedNodesAreFreshEntries) {
-    RecyclingMap<uint64_t, std::pair<int, int>> m;
-    for (uint64_t round = 0; round < 3; round++) {
-        for (uint64_t k = 0; k < 300; k++) {
-            auto [it, fresh] = m.try_emplace(round * 1000 + k);
-            ASSERT_TRUE(fresh);
-            EXPECT_EQ(it->second, std::make_pair(0, 0)) << "a reused node kept its value";
-            it->second = {int(k), int(round)};
-        }
-        EXPECT_FALSE(m.try_emplace(round * 1000 + 5).second);
-        EXPECT_EQ(m.at(round * 1000 + 5), std::make_pair(5, int(round)));
-        EXPECT_EQ(m.size(), 300u);
-        size_t n = 0;
-        for (auto& [k, v] : m)
-            n += k == round * 1000 + static_cast<uint64_t>(v.first);
-        EXPECT_EQ(n, 300u);
-        for (uint64_t k = 0; k < 300; k++)
-            m.erase(m.find(round * 1000 + k));
-        EXPECT_TRUE(m.empty());
-        EXPECT_EQ(m.count(round * 1000), 0u);
-    }
-    m[7].first = 3;
-    EXPECT_EQ(m.emplace(7, {9, 9}).first->second.first, 3);
-    EXPECT_TRUE(m.emplace(8, {9, 9}).second);
-    EXPECT_EQ(m.at(8), std::make_pair(9, 9));
-}
-
 TEST_F(AssemblerTest, OneHostCommand) {
     feed(host_command(1'000'000, 7, 4242));
     ASSERT_EQ(out.size(), 1u);
