@@ -14,8 +14,8 @@
  *
  * Every hook of a recording is in the one ops: its filter holds each hooked
  * function's ftrace location (its address), and the adapter finds the
- * handler by the traced function's address (ip) in a table sorted by
- * address (binary search, no lock, no allocation).  So START registers one
+ * handler by the traced function's address (ip) in a small hash table (no
+ * lock, no allocation).  So START registers one
  * ops (one code update, one trampoline) and STOP unregisters it (one wait),
  * where an ops per hook cost one of each per hook.
  *
@@ -47,8 +47,10 @@
  * Callers serialize every call (hooks.c's hooks_lock); all may sleep.
  */
 #include <linux/ftrace.h>
+#include <linux/hash.h>
 #include <linux/kprobes.h>
 #include <linux/rcupdate.h>
+#include <linux/log2.h>
 #include <linux/string.h>
 
 #include "nvmetrace.h"
@@ -60,13 +62,20 @@
 #define fhook_pt_regs(fregs) (&(fregs)->regs)
 #endif
 
-/* The adapters' view: hooks in the ops, sorted by address. */
+/*
+ * The adapters' view: hooks in the ops by address, open addressing with
+ * linear probing in twice as many slots as hooks can be (so a probe always
+ * ends at an empty slot, ip 0, after one or two steps on average).  Built
+ * whole and never changed while published.
+ */
+#define FHOOK_SLOT_BITS		(ilog2(NVMETRACE_FHOOKS_MAX) + 1)
+#define FHOOK_SLOTS		(1u << FHOOK_SLOT_BITS)
+
 struct fhook_table {
-	unsigned int nr;
 	struct {
 		unsigned long ip;
 		kprobe_pre_handler_t pre;
-	} ent[NVMETRACE_FHOOKS_MAX];
+	} slot[FHOOK_SLOTS];
 };
 
 static struct fhook_table fhook_tables[2];
@@ -83,7 +92,7 @@ static void notrace fhook_entry(unsigned long ip, unsigned long parent_ip,
 				struct ftrace_ops *op, struct ftrace_regs *fregs)
 {
 	const struct fhook_table *t;
-	unsigned int lo, hi, mid;
+	unsigned int i;
 	int bit;
 
 	bit = ftrace_test_recursion_trylock(ip, parent_ip);
@@ -91,24 +100,20 @@ static void notrace fhook_entry(unsigned long ip, unsigned long parent_ip,
 		return;
 	t = rcu_dereference_sched(fhook_live);
 	if (t) {
-		lo = 0;
-		hi = t->nr;
-		while (lo < hi) {
-			mid = (lo + hi) / 2;
-			if (t->ent[mid].ip < ip)
-				lo = mid + 1;
-			else
-				hi = mid;
+		for (i = hash_long(ip, FHOOK_SLOT_BITS); t->slot[i].ip;
+		     i = (i + 1) & (FHOOK_SLOTS - 1)) {
+			if (t->slot[i].ip == ip) {
+				t->slot[i].pre(NULL, fhook_pt_regs(fregs));
+				break;
+			}
 		}
-		if (lo < t->nr && t->ent[lo].ip == ip)
-			t->ent[lo].pre(NULL, fhook_pt_regs(fregs));
 	}
 	ftrace_test_recursion_unlock(bit);
 }
 
 /*
- * Publish the table of fhook_set; once this returns no adapter runs a
- * handler of a hook that is not in the set.
+ * Publish the table of fhook_set (a hook's ip is never 0); once this
+ * returns no adapter runs a handler of a hook that is not in the set.
  */
 static void fhook_publish(void)
 {
@@ -116,18 +121,18 @@ static void fhook_publish(void)
 				&fhook_tables[1] : &fhook_tables[0];
 	unsigned int i, j;
 
-	/* insertion sort: a few dozen hooks at most */
-	t->nr = 0;
+	BUILD_BUG_ON(FHOOK_SLOTS < 2 * NVMETRACE_FHOOKS_MAX);
+	memset(t, 0, sizeof(*t));
 	for (i = 0; i < fhook_nr; i++) {
 		const struct nvmetrace_fhook *fh = fhook_set[i];
 
-		for (j = t->nr; j > 0 && t->ent[j - 1].ip > fh->ip; j--)
-			t->ent[j] = t->ent[j - 1];
-		t->ent[j].ip = fh->ip;
-		t->ent[j].pre = fh->pre;
-		t->nr++;
+		for (j = hash_long(fh->ip, FHOOK_SLOT_BITS); t->slot[j].ip;
+		     j = (j + 1) & (FHOOK_SLOTS - 1))
+			;
+		t->slot[j].ip = fh->ip;
+		t->slot[j].pre = fh->pre;
 	}
-	rcu_assign_pointer(fhook_live, t->nr ? t : NULL);
+	rcu_assign_pointer(fhook_live, fhook_nr ? t : NULL);
 	/* unregistered: no adapter runs (unregister_ftrace_function() waited) */
 	if (fhook_registered)
 		synchronize_rcu();
