@@ -20,10 +20,10 @@
 // /dev/null: the file system's cost is the kernel's, not the recorder's).
 #include "analysis.h"
 #include "devices.h"
+#include "memfd_rings.h"
 #include "recfile.h"
 #include "record.h"
 #include "report.h"
-#include "ring_barrier.h"
 #include "ring_reader.h"
 #include "stats.h"
 #include "synth.h"
@@ -54,51 +54,16 @@ constexpr uint32_t kCommandsPerWake = 128;
 constexpr int kAsRecorded = 99;
 
 // One ring (the guest has one vCPU) in a memfd, as the module maps it.
-class FakeRings {
+class FakeRings : public MemfdRings {
 public:
-    explicit FakeRings(uint32_t nr_recs) {
-        const auto page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
-        geo_.nr_rings = 1;
-        geo_.nr_recs = nr_recs;
-        geo_.rec_size = sizeof(nvmetrace_rec);
-        const uint64_t bytes = NVMETRACE_RING_CTRL_SIZE + uint64_t{nr_recs} * sizeof(nvmetrace_rec);
-        geo_.map_size = (bytes + page - 1) / page * page;
-        fd_ = memfd_create("record_bench", MFD_CLOEXEC);
-        if (fd_ < 0 || ftruncate(fd_, static_cast<off_t>(geo_.map_size)) != 0)
-            throw std::runtime_error(std::string("memfd: ") + strerror(errno));
-        void* map = mmap(nullptr, geo_.map_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd_, 0);
-        if (map == MAP_FAILED)
-            throw std::runtime_error(std::string("mmap: ") + strerror(errno));
-        base_ = static_cast<char*>(map);
-        nvmetrace_ring_init(&prod_, reinterpret_cast<nvmetrace_ring_ctrl*>(base_),
-                            reinterpret_cast<nvmetrace_rec*>(base_ + NVMETRACE_RING_CTRL_SIZE),
-                            nr_recs, 0, geo_.map_size);
-    }
-    ~FakeRings() {
-        munmap(base_, geo_.map_size);
-        close(fd_);
-    }
-    FakeRings(const FakeRings&) = delete;
-    FakeRings& operator=(const FakeRings&) = delete;
+    explicit FakeRings(uint32_t nr_recs) : MemfdRings(1, nr_recs, "record_bench") {}
 
     // The module's side: commits recs to the ring.
     void produce(std::span<const nvmetrace_rec> recs) {
-        for (const auto& r : recs) {
-            nvmetrace_rec* slot = nvmetrace_ring_reserve(&prod_);
-            if (!slot)
+        for (const auto& r : recs)
+            if (!MemfdRings::produce(0, r))
                 throw std::runtime_error("record_bench: ring full");
-            *slot = r;
-            nvmetrace_ring_commit(&prod_, slot);
-        }
     }
-    int fd() const { return fd_; }
-    const RingGeometry& geo() const { return geo_; }
-
-private:
-    RingGeometry geo_;
-    int fd_ = -1;
-    char* base_ = nullptr;
-    nvmetrace_ring_prod prod_{};
 };
 
 std::string out_path() {

@@ -4,7 +4,7 @@
 #include "ring_reader.h"
 
 #include "error.h"
-#include "ring_barrier.h"
+#include "memfd_rings.h"
 
 #include <sys/mman.h>
 #include <unistd.h>
@@ -24,63 +24,19 @@ namespace {
 
 using ::testing::HasSubstr;
 
-class FakeDevice {
+// The rings, with one kind of record: an RQ_ISSUE whose LBA tells them apart.
+class FakeDevice : public MemfdRings {
 public:
-    FakeDevice(uint32_t nr_rings, uint32_t nr_recs) {
-        const auto page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
-        geo_.nr_rings = nr_rings;
-        geo_.nr_recs = nr_recs;
-        geo_.rec_size = sizeof(nvmetrace_rec);
-        const uint64_t bytes = NVMETRACE_RING_CTRL_SIZE + uint64_t{nr_recs} * sizeof(nvmetrace_rec);
-        geo_.map_size = (bytes + page - 1) / page * page;
-
-        fd_ = memfd_create("nvmetrace_test", MFD_CLOEXEC);
-        if (fd_ < 0)
-            throw std::runtime_error(std::string("memfd_create: ") + strerror(errno));
-        if (ftruncate(fd_, static_cast<off_t>(geo_.map_size * nr_rings)) != 0)
-            throw std::runtime_error(std::string("ftruncate: ") + strerror(errno));
-        void* map =
-            mmap(nullptr, geo_.map_size * nr_rings, PROT_READ | PROT_WRITE, MAP_SHARED, fd_, 0);
-        if (map == MAP_FAILED)
-            throw std::runtime_error(std::string("mmap: ") + strerror(errno));
-        base_ = static_cast<char*>(map);
-        prods_.resize(nr_rings);
-        for (uint32_t cpu = 0; cpu < nr_rings; cpu++) {
-            char* ring = base_ + cpu * geo_.map_size;
-            nvmetrace_ring_init(&prods_[cpu], reinterpret_cast<nvmetrace_ring_ctrl*>(ring),
-                                reinterpret_cast<nvmetrace_rec*>(ring + NVMETRACE_RING_CTRL_SIZE),
-                                nr_recs, cpu, geo_.map_size);
-        }
-    }
-    ~FakeDevice() {
-        munmap(base_, geo_.map_size * geo_.nr_rings);
-        close(fd_);
-    }
+    FakeDevice(uint32_t nr_rings, uint32_t nr_recs) : MemfdRings(nr_rings, nr_recs) {}
 
     // Tries to write one record on `cpu`; false if the ring is full.
     bool produce(uint32_t cpu, uint64_t lba) {
-        nvmetrace_rec* r = nvmetrace_ring_reserve(&prods_[cpu]);
-        if (!r)
-            return false;
-        *r = nvmetrace_rec{};
-        r->ts = lba + 1000;
-        r->lba = lba;
-        r->event = NVMETRACE_EV_RQ_ISSUE;
-        nvmetrace_ring_commit(&prods_[cpu], r);
-        return true;
+        nvmetrace_rec r{};
+        r.ts = lba + 1000;
+        r.lba = lba;
+        r.event = NVMETRACE_EV_RQ_ISSUE;
+        return MemfdRings::produce(cpu, r);
     }
-
-    nvmetrace_ring_ctrl* ctrl(uint32_t cpu) {
-        return reinterpret_cast<nvmetrace_ring_ctrl*>(base_ + cpu * geo_.map_size);
-    }
-    int fd() const { return fd_; }
-    const RingGeometry& geo() const { return geo_; }
-
-private:
-    RingGeometry geo_;
-    int fd_ = -1;
-    char* base_ = nullptr;
-    std::vector<nvmetrace_ring_prod> prods_;
 };
 
 // What drain() delivered, per CPU.
