@@ -174,94 +174,23 @@ std::optional<uint32_t> BtfLayout::struct_size(const std::string& struct_name) {
     return btf__type_by_id(module_btf_, id)->size;
 }
 
-std::optional<NvmeTcpLayout> BtfLayout::nvme_tcp() {
-    struct Want {
-        const char* st;
-        const char* mem;  // nullptr: the struct's size
-        uint32_t size;    // 0: any
-    };
-    // NVMETRACE_L_TCP_* order; the sizes are what kmod/hooks.c reads.
-    static const Want wants[] = {
-        {"nvme_tcp_queue", "request", 8},        {"nvme_tcp_queue", "send_list", 16},
-        {"nvme_tcp_queue", "req_list", 8},       {"nvme_tcp_queue", "pdu", 8},
-        {"nvme_tcp_queue", "pdu_remaining", 4},  {"nvme_tcp_queue", "pdu_offset", 4},
-        {"nvme_tcp_queue", "data_remaining", 8}, {"nvme_tcp_queue", "ddgst_remaining", 8},
-        {"nvme_tcp_queue", "data_digest", 1},    {"nvme_tcp_queue", "ctrl", 8},
-        {"nvme_tcp_queue", nullptr, 0},          {"nvme_tcp_ctrl", "queues", 8},
-        {"nvme_tcp_ctrl", "tag_set", 0},         {"nvme_tcp_request", "entry", 16},
-        {"nvme_tcp_request", "lentry", 8},       {"nvme_tcp_request", "state", 4},
-        {"nvme_tcp_request", "offset", 8},
-    };
-    static_assert(std::size(wants) ==
-                  NVMETRACE_L_TCP_REQ_OFFSET - NVMETRACE_L_TCP_QUEUE_REQUEST + 1);
-    NvmeTcpLayout out;
-    for (const auto& w : wants) {
-        if (!w.mem) {
-            auto sz = struct_size(w.st);
-            if (!sz)
-                return std::nullopt;
-            out.offsets.push_back(*sz);
-            continue;
-        }
-        auto loc = sized_member(w.st, w.mem, w.size);
-        if (!loc)
-            return std::nullopt;
-        out.offsets.push_back(loc->offset);
-    }
-    return out;
-}
-
-std::optional<NvmetTcpLayout> BtfLayout::nvmet_tcp() {
-    struct Want {
-        const char* st;
-        const char* mem;  // nullptr: the struct's size
-        uint32_t size;    // 0: any
-    };
-    // NVMETRACE_L_NVMET_TCP_* order; the sizes are what kmod/hooks.c reads.
-    // struct nvmet_req is nvmet's, but nvmet_tcp's BTF has its own copy.
-    static const Want wants[] = {
-        {"nvmet_tcp_cmd", "queue", 8},       {"nvmet_tcp_cmd", "req", 0},
-        {"nvmet_tcp_cmd", "rbytes_done", 4}, {"nvmet_tcp_cmd", "pdu_len", 4},
-        {"nvmet_tcp_cmd", nullptr, 0},       {"nvmet_tcp_queue", "pdu", 0},
-        {"nvmet_tcp_queue", nullptr, 0},     {"nvmet_req", "transfer_len", 8},
-    };
-    static_assert(std::size(wants) == NVMETRACE_L_NVMET_TCP_LAST - NVMETRACE_L_NVMET_TCP_BASE + 1);
-    NvmetTcpLayout out;
-    for (const auto& w : wants) {
-        std::optional<uint32_t> v;
-        if (w.mem) {
-            if (auto loc = sized_member(w.st, w.mem, w.size))
-                v = loc->offset;
-        } else {
-            v = struct_size(w.st);
-        }
-        if (!v)
-            return std::nullopt;
-        out.offsets.push_back(*v);
-    }
-    return out;
-}
-
-}  // namespace nvmetrace
-
-namespace nvmetrace {
-
 namespace {
 
-// A field the RDMA hooks read: member (or the struct's size when mem is
-// nullptr) and the size kmod/hooks_rdma.c reads it as (0: any; kSizeOfStruct:
-// the size of the struct `type`).
-struct RdmaWant {
+// A field a transport's hooks read: member mem of struct st, or st's size
+// when mem is nullptr, and the size the hook reads it as (0: any; with type
+// set, the size of struct `type`).
+struct FieldWant {
     const char* st;
     const char* mem;
     uint32_t size;
     const char* type = nullptr;  // size must equal this struct's size
 };
 
-}  // namespace
-
-static std::optional<RdmaLayout> rdma_group(BtfLayout& btf, std::span<const RdmaWant> wants) {
-    RdmaLayout out;
+// A layout whose offsets are those (or the sizes) of wants, in order;
+// nullopt and btf.error() set at the first that is absent or of another size.
+template <class Layout>
+std::optional<Layout> resolve_fields(BtfLayout& btf, std::span<const FieldWant> wants) {
+    Layout out;
     for (const auto& w : wants) {
         if (!w.mem) {
             auto sz = btf.struct_size(w.st);
@@ -285,9 +214,42 @@ static std::optional<RdmaLayout> rdma_group(BtfLayout& btf, std::span<const Rdma
     return out;
 }
 
+}  // namespace
+
+std::optional<NvmeTcpLayout> BtfLayout::nvme_tcp() {
+    // NVMETRACE_L_TCP_* order; the sizes are what kmod/hooks.c reads.
+    static const FieldWant wants[] = {
+        {"nvme_tcp_queue", "request", 8},        {"nvme_tcp_queue", "send_list", 16},
+        {"nvme_tcp_queue", "req_list", 8},       {"nvme_tcp_queue", "pdu", 8},
+        {"nvme_tcp_queue", "pdu_remaining", 4},  {"nvme_tcp_queue", "pdu_offset", 4},
+        {"nvme_tcp_queue", "data_remaining", 8}, {"nvme_tcp_queue", "ddgst_remaining", 8},
+        {"nvme_tcp_queue", "data_digest", 1},    {"nvme_tcp_queue", "ctrl", 8},
+        {"nvme_tcp_queue", nullptr, 0},          {"nvme_tcp_ctrl", "queues", 8},
+        {"nvme_tcp_ctrl", "tag_set", 0},         {"nvme_tcp_request", "entry", 16},
+        {"nvme_tcp_request", "lentry", 8},       {"nvme_tcp_request", "state", 4},
+        {"nvme_tcp_request", "offset", 8},
+    };
+    static_assert(std::size(wants) ==
+                  NVMETRACE_L_TCP_REQ_OFFSET - NVMETRACE_L_TCP_QUEUE_REQUEST + 1);
+    return resolve_fields<NvmeTcpLayout>(*this, wants);
+}
+
+std::optional<NvmetTcpLayout> BtfLayout::nvmet_tcp() {
+    // NVMETRACE_L_NVMET_TCP_* order; the sizes are what kmod/hooks.c reads.
+    // struct nvmet_req is nvmet's, but nvmet_tcp's BTF has its own copy.
+    static const FieldWant wants[] = {
+        {"nvmet_tcp_cmd", "queue", 8},       {"nvmet_tcp_cmd", "req", 0},
+        {"nvmet_tcp_cmd", "rbytes_done", 4}, {"nvmet_tcp_cmd", "pdu_len", 4},
+        {"nvmet_tcp_cmd", nullptr, 0},       {"nvmet_tcp_queue", "pdu", 0},
+        {"nvmet_tcp_queue", nullptr, 0},     {"nvmet_req", "transfer_len", 8},
+    };
+    static_assert(std::size(wants) == NVMETRACE_L_NVMET_TCP_LAST - NVMETRACE_L_NVMET_TCP_BASE + 1);
+    return resolve_fields<NvmetTcpLayout>(*this, wants);
+}
+
 std::optional<RdmaLayout> BtfLayout::nvme_rdma() {
     // NVMETRACE_L_RDMA_* order
-    static const RdmaWant wants[] = {
+    static const FieldWant wants[] = {
         {"ib_wc", "wr_cqe", 8},
         {"ib_wc", "status", 4},
         {"ib_wc", "qp", 8},
@@ -302,12 +264,12 @@ std::optional<RdmaLayout> BtfLayout::nvme_rdma() {
     };
     static_assert(std::size(wants) ==
                   NVMETRACE_L_RDMA_CTRL_TAG_SET - NVMETRACE_L_RDMA_WC_WR_CQE + 1);
-    return rdma_group(*this, wants);
+    return resolve_fields<RdmaLayout>(*this, wants);
 }
 
 std::optional<RdmaLayout> BtfLayout::nvmet_rdma() {
     // NVMETRACE_L_RDMAT_* order
-    static const RdmaWant wants[] = {
+    static const FieldWant wants[] = {
         {"ib_wc", "wr_cqe", 8},
         {"ib_wc", "status", 4},
         {"ib_wc", "qp", 8},
@@ -320,7 +282,7 @@ std::optional<RdmaLayout> BtfLayout::nvmet_rdma() {
         {"nvmet_rdma_rsp", "req", 0, "nvmet_req"},
     };
     static_assert(std::size(wants) == NVMETRACE_L_RDMAT_RSP_REQ - NVMETRACE_L_RDMAT_WC_WR_CQE + 1);
-    return rdma_group(*this, wants);
+    return resolve_fields<RdmaLayout>(*this, wants);
 }
 
 }  // namespace nvmetrace
