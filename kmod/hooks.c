@@ -181,7 +181,12 @@ static void probe_bio_queue(void *data, struct bio *bio)
 	     0, op, op == nvme_cmd_write ? NVMETRACE_REC_WRITE : 0, 0);
 }
 
-static __always_inline void host_rq_event(u16 event, struct request *rq, u64 aux)
+/*
+ * rq's event.  sampled: the caller has already tested rq's LBA with the
+ * sampling predicate (a hook that tests it first, to leave early), so it is
+ * not tested twice.
+ */
+static __always_inline void rq_event(u16 event, struct request *rq, u64 aux, bool sampled)
 {
 	struct gendisk *disk = rq->q->disk;
 	u8 op = rq_opcode(rq);
@@ -194,11 +199,16 @@ static __always_inline void host_rq_event(u16 event, struct request *rq, u64 aux
 	if (!host_dev_wanted(dev))
 		return;
 	lba = sector_to_lba(rq->q, blk_rq_pos(rq));
-	if (!nvmetrace_sampled(lba))
+	if (!sampled && !nvmetrace_sampled(lba))
 		return;
 	emit(event, lba, dev, blk_rq_bytes(rq), rq_qid(rq), 0, (u16)rq->tag, 0,
 	     op, NVMETRACE_REC_HAS_QID |
 	     (op == nvme_cmd_write ? NVMETRACE_REC_WRITE : 0), aux);
+}
+
+static __always_inline void host_rq_event(u16 event, struct request *rq, u64 aux)
+{
+	rq_event(event, rq, aux, false);
 }
 
 static void probe_rq_insert(void *data, struct request *rq)
@@ -536,11 +546,12 @@ static __always_inline bool tcp_rq_sampled(struct request *rq)
 	return nvmetrace_sampled(sector_to_lba(rq->q, blk_rq_pos(rq)));
 }
 
-static __always_inline void tcp_rq_event(u16 event, struct request *rq, u64 aux)
+/* rq's event while it is in flight; sampled: as rq_event() */
+static __always_inline void tcp_rq_event(u16 event, struct request *rq, u64 aux, bool sampled)
 {
 	if (blk_mq_rq_state(rq) != MQ_RQ_IN_FLIGHT)
 		return;
-	host_rq_event(event, rq, aux);
+	rq_event(event, rq, aux, sampled);
 }
 
 /*
@@ -599,7 +610,7 @@ static int kp_tcp_try_send(struct kprobe *kp, struct pt_regs *regs)
 	if (!tcp_rq_sampled(rq))
 		return 0;
 	tcp_rq_event(state == NVMETRACE_TCP_SEND_CMD_PDU ? NVMETRACE_EV_TCP_CMD_SEND :
-		     NVMETRACE_EV_TCP_H2C_SEND, rq, 0);
+		     NVMETRACE_EV_TCP_H2C_SEND, rq, 0, true);
 	return 0;
 }
 
@@ -676,7 +687,7 @@ static __always_inline void tcp_recv_pdu(struct blk_mq_tags *tags, const u8 *h)
 		return;
 	rq = READ_ONCE(tags->rqs[tag]);
 	if (rq && tcp_rq_sampled(rq))
-		tcp_rq_event(event, rq, aux);
+		tcp_rq_event(event, rq, aux, true);
 }
 
 /* kprobe at nvme_tcp_recv_skb(desc, skb, offset, len) */
@@ -758,18 +769,20 @@ static int kp_tcp_recv_skb(struct kprobe *kp, struct pt_regs *regs)
  * nvmetrace_hooks_start()), never guessed.
  */
 
-static __always_inline void target_event(u16 event, const void *req,
-					 const struct nvme_command *cmd, u64 aux)
+/*
+ * req's event.  sampled: the caller has already found cmd a read or write
+ * whose LBA the sampling predicate picks (tcpt_sampled()), so neither is
+ * tested twice.
+ */
+static __always_inline void req_cmd_event(u16 event, const void *req,
+					  const struct nvme_command *cmd, u64 aux, bool sampled)
 {
 	const void *sq, *ctrl;
 	u8 op = cmd->common.opcode;
-	u64 lba;
+	u64 lba = le64_to_cpu(cmd->rw.slba);
 	u16 qid, cntlid;
 
-	if (op != nvme_cmd_read && op != nvme_cmd_write)
-		return;
-	lba = le64_to_cpu(cmd->rw.slba);
-	if (!nvmetrace_sampled(lba))
+	if (!sampled && ((op != nvme_cmd_read && op != nvme_cmd_write) || !nvmetrace_sampled(lba)))
 		return;
 	sq = FIELD_AT(const void *, req, cfg.layout.req_sq);
 	qid = FIELD_AT(u16, sq, cfg.layout.sq_qid);
@@ -783,6 +796,12 @@ static __always_inline void target_event(u16 event, const void *req,
 	     NVMETRACE_REC_HAS_QID | NVMETRACE_REC_HAS_CID |
 	     NVMETRACE_REC_LEN_BLOCKS |
 	     (op == nvme_cmd_write ? NVMETRACE_REC_WRITE : 0), aux);
+}
+
+static __always_inline void target_event(u16 event, const void *req,
+					 const struct nvme_command *cmd, u64 aux)
+{
+	req_cmd_event(event, req, cmd, aux, false);
 }
 
 /* an event of an nvmet_req whose command is found through the req's layout */
@@ -939,7 +958,7 @@ static int kp_tcpt_map_data(struct kprobe *kp, struct pt_regs *regs)
 		return 0;
 	arrived = tcpt_arrived(FIELD_AT(const void *, cmd, TCPT_OFF(CMD_QUEUE)));
 	if (arrived)
-		target_event(NVMETRACE_EV_TCPT_CMD_RECV, req, c, arrived);
+		req_cmd_event(NVMETRACE_EV_TCPT_CMD_RECV, req, c, arrived, true);
 	return 0;
 }
 
@@ -958,7 +977,7 @@ static int kp_tcpt_queue_response(struct kprobe *kp, struct pt_regs *regs)
 	done = FIELD_AT(u32, req - TCPT_OFF(CMD_REQ), TCPT_OFF(CMD_RBYTES_DONE));
 	if (cqe->status || done >= FIELD_AT(size_t, req, TCPT_OFF(REQ_TRANSFER_LEN)))
 		return 0;	/* its response, not an R2T */
-	target_event(NVMETRACE_EV_TCPT_R2T_SEND, req, c, done);
+	req_cmd_event(NVMETRACE_EV_TCPT_R2T_SEND, req, c, done, true);
 	return 0;
 }
 
@@ -977,11 +996,11 @@ static int kp_tcpt_build_pdu_iovec(struct kprobe *kp, struct pt_regs *regs)
 			     TCPT_OFF(QUEUE_PDU));
 	len = FIELD_AT(u32, cmd, TCPT_OFF(CMD_PDU_LEN));
 	if (READ_ONCE(hdr->type) == nvme_tcp_h2c_data)
-		target_event(NVMETRACE_EV_TCPT_H2C_RECV, req, c,
-			     FIELD_AT(u32, cmd, TCPT_OFF(CMD_RBYTES_DONE)) |
-			     (u64)len << NVMETRACE_H2C_AUX_LEN_SHIFT);
+		req_cmd_event(NVMETRACE_EV_TCPT_H2C_RECV, req, c,
+			      FIELD_AT(u32, cmd, TCPT_OFF(CMD_RBYTES_DONE)) |
+			      (u64)len << NVMETRACE_H2C_AUX_LEN_SHIFT, true);
 	else
-		target_event(NVMETRACE_EV_TCPT_DATA_RECV, req, c, len);
+		req_cmd_event(NVMETRACE_EV_TCPT_DATA_RECV, req, c, len, true);
 	return 0;
 }
 

@@ -67,7 +67,7 @@ static int kp_rdma_post_send(struct kprobe *kp, struct pt_regs *regs)
 	/* the admin queue is ctrl->queues[0] */
 	if (!ctrl || queue == FIELD_AT(const void *, ctrl, RDMA_OFF(CTRL_QUEUES)))
 		return 0;
-	tcp_rq_event(NVMETRACE_EV_RDMA_POST_SEND, rdma_sqe_rq(qe), 0);
+	tcp_rq_event(NVMETRACE_EV_RDMA_POST_SEND, rdma_sqe_rq(qe), 0, false);
 	return 0;
 }
 
@@ -91,7 +91,7 @@ static int kp_rdma_send_done(struct kprobe *kp, struct pt_regs *regs)
 
 	if (cqe)
 		tcp_rq_event(NVMETRACE_EV_RDMA_SEND_DONE,
-			     rdma_sqe_rq(cqe - RDMA_OFF(QE_CQE)), 0);
+			     rdma_sqe_rq(cqe - RDMA_OFF(QE_CQE)), 0, false);
 	return 0;
 }
 
@@ -135,7 +135,7 @@ static int kp_rdma_recv_done(struct kprobe *kp, struct pt_regs *regs)
 		return 0;
 	rq = READ_ONCE(tags->rqs[tag]);
 	if (rq)
-		tcp_rq_event(NVMETRACE_EV_RDMA_RECV_DONE, rq, 0);
+		tcp_rq_event(NVMETRACE_EV_RDMA_RECV_DONE, rq, 0, false);
 	return 0;
 }
 
