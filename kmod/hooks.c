@@ -1114,6 +1114,16 @@ module_param(probe_test_symbol, charp, 0444);
 MODULE_PARM_DESC(probe_test_symbol,
 		 "extra kprobe that records nothing, to test attach reporting");
 
+/*
+ * Every function-entry hook as a kprobe of its own, the path a function
+ * that ftrace cannot attach to takes: for testing that path on a kernel
+ * where ftrace attaches to them all (tests/guest/scenarios/17-kprobe-fallback.sh).
+ */
+static bool hook_kprobes;
+module_param(hook_kprobes, bool, 0444);
+MODULE_PARM_DESC(hook_kprobes,
+		 "attach every function-entry hook as a kprobe, not through ftrace (testing)");
+
 /* The layout groups START carried (NEEDS_* bits). */
 static u32 layout_have(void)
 {
@@ -1265,8 +1275,8 @@ static void kp_attach_set(struct nvmetrace_hook **hs, unsigned int n)
 			kp_failed(h, ret);
 			continue;
 		}
-		if (!(h->kp.flags & KPROBE_FLAG_FTRACE)) {
-			/* not ftrace-able here: the kprobe is tried instead */
+		if (!(h->kp.flags & KPROBE_FLAG_FTRACE) || hook_kprobes) {
+			/* not ftrace-able here (or told so): the kprobe is tried instead */
 			kp_enable(h);
 			continue;
 		}

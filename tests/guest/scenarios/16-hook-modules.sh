@@ -30,7 +30,7 @@ insmod "$NVMETRACE_KO" || fail "insmod failed"
 
 # hooked FUNCTION: its line in enabled_functions (empty when not hooked through ftrace)
 hooked() { grep -E "^$1( |$)" $EF || true; }
-kprobed() { grep -E " $1(\+0x0)?( |$)" $KL 2>/dev/null || true; }
+kprobed() { grep -E " $1(\+0x[0-9a-f]+)?( |$)" $KL 2>/dev/null || true; }
 
 "$NT" record -r host -s 1 -o "$RESULTS/rec.ntr" >"$RESULTS/record.out" 2>&1 &
 REC=$!
