@@ -761,10 +761,19 @@ Layout layout_for(View view, uint32_t present, std::span<const ComponentDef> tab
         }
         if (from < 0 || event_slot(c.to) < 0)
             throw std::logic_error(fmt::format("detail '{}': unknown event", c.name));
-        if (!last_row)
+        const ComponentDef* after = last_row;
+        if (c.from == NVMETRACE_EV_NONE) {
+            // the hop into c.to is listed under the block layer's completion row (the one
+            // that starts at c.to), as in the seed, not under rows after it (aio's)
+            auto next = std::find_if(rows.begin(), rows.end(), [&](const ComponentDef* r) {
+                return r->from == c.to && !r->seam;
+            });
+            if (next != rows.end())
+                after = *next;
+        }
+        if (!after)
             continue;
-        size_t row =
-            static_cast<size_t>(std::find(rows.begin(), rows.end(), last_row) - rows.begin());
+        size_t row = static_cast<size_t>(std::find(rows.begin(), rows.end(), after) - rows.begin());
         l.details.push_back({std::string(c.name), from, event_slot(c.to), seg_of_row[row]});
     }
     return l;

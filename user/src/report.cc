@@ -11,7 +11,8 @@ namespace nvmetrace {
 
 namespace {
 
-constexpr int kBarWidth = 24;  // '#' for 100 %
+constexpr int kBarWidth = 24;      // '#' for 100 %
+constexpr size_t kNameWidth = 38;  // the seed's name column
 
 std::string_view view_name(View v) {
     switch (v) {
@@ -135,12 +136,16 @@ std::string summary_text(const Summary& s, const AssemblyCounts& counts,
                 fmt::join(g.missing, ", "));
         out += fmt::format("  latency (us): mean {:.2f}, p50 {:.2f}, p99 {:.2f}, p99.9 {:.2f}\n",
                            g.mean_us, g.p50_us, g.p99_us, g.p999_us);
-        out += fmt::format("  {:<38}{:>9}{:>7}{:>9}\n", "stage", "mean us", "share", "avg QD");
+        // the seed's columns; a longer name widens its column for the whole table
+        size_t w = kNameWidth;
+        for (const auto& st : g.stages)
+            w = std::max(w, st.name.size() + 1);
+        out += fmt::format("  {:<{}}{:>9}{:>7}{:>9}\n", "stage", w, "mean us", "share", "avg QD");
         const StageSummary* largest = nullptr;
         for (const auto& st : g.stages) {
             auto bar = static_cast<size_t>(std::lround(std::clamp(st.share, 0.0, 1.0) * kBarWidth));
             std::string line =
-                fmt::format("  {:<38}{:>9.2f}{:>6.0f}%{:>9.2f}  {}", st.name, st.mean_us,
+                fmt::format("  {:<{}}{:>9.2f}{:>6.0f}%{:>9.2f}  {}", st.name, w, st.mean_us,
                             st.share * 100, st.avg_qd, std::string(bar, '#'));
             rtrim(line);
             out += line + "\n";
@@ -152,12 +157,15 @@ std::string summary_text(const Summary& s, const AssemblyCounts& counts,
                                largest->share * 100);
         if (opts.detail) {
             out += "  components, in path order (L: commands in each, by Little's law)\n";
-            out += fmt::format("  {:<38}{:>9}{:>10}{:>8}{:>10}{:>10}   (us)\n", "component", "n",
-                               "mean", "L", "p50", "p99");
+            size_t cw = kNameWidth;
+            for (const auto& c : g.components)
+                cw = std::max(cw, 2 * static_cast<size_t>(c.depth) + c.name.size() + 1);
+            out += fmt::format("  {:<{}}{:>9}{:>10}{:>8}{:>10}{:>10}   (us)\n", "component", cw,
+                               "n", "mean", "L", "p50", "p99");
             for (const auto& c : g.components) {
                 std::string name = std::string(2 * static_cast<size_t>(c.depth), ' ') + c.name;
-                out += fmt::format("  {:<38}{:>9}{:>10.2f}{:>8.2f}{:>10.2f}{:>10.2f}\n", name, c.n,
-                                   c.mean_us, c.avg_qd, c.p50_us, c.p99_us);
+                out += fmt::format("  {:<{}}{:>9}{:>10.2f}{:>8.2f}{:>10.2f}{:>10.2f}\n", name, cw,
+                                   c.n, c.mean_us, c.avg_qd, c.p50_us, c.p99_us);
             }
         }
         out += "\n";

@@ -871,6 +871,28 @@ TEST(TcpJoin, ReadCompletingOnC2hSuccess) {
     EXPECT_EQ(j.details, (Rows{{"handoff to nvme_complete_rq", 5000}}));
 }
 
+// With libaio's rows after the block layer, the hop into nvme_complete_rq is still listed
+// under the block layer's completion row (as in the seed), not under the reap.
+TEST(TcpLayout, HandoffStaysUnderTheBlockLayersCompletion) {
+    uint32_t present = 0;
+    for (uint16_t ev :
+         {NVMETRACE_EV_SYSCALL_SUBMIT, NVMETRACE_EV_FILE_SUBMIT, NVMETRACE_EV_BIO_QUEUE,
+          NVMETRACE_EV_NVME_SETUP, NVMETRACE_EV_RQ_ISSUE, NVMETRACE_EV_TCP_CMD_SEND,
+          NVMETRACE_EV_TCP_C2H_RECV, NVMETRACE_EV_TCP_RSP_RECV, NVMETRACE_EV_NVME_COMPLETE,
+          NVMETRACE_EV_RQ_COMPLETE, NVMETRACE_EV_AIO_COMPLETE, NVMETRACE_EV_AIO_REAP})
+        present |= 1u << slot(ev);
+    for (View v : {View::host_only, View::joined}) {
+        Layout l = layout_for(v, present, kComponents);
+        auto d = std::find_if(l.details.begin(), l.details.end(), [](const Layout::Detail& x) {
+            return x.name == "handoff to nvme_complete_rq";
+        });
+        ASSERT_NE(d, l.details.end());
+        EXPECT_EQ(d->from_slot, slot(NVMETRACE_EV_TCP_RSP_RECV));
+        EXPECT_EQ(l.segments.at(d->segment).name, "host block layer, completion");
+        EXPECT_EQ(l.segments.back().name, "wake-up and reap (io_getevents)");
+    }
+}
+
 // A write whose data is in the command capsule: no R2T, no H2C PDU.
 TEST(TcpJoin, InCapsuleWrite) {
     TcpJoined j = tcp_joined(

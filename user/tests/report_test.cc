@@ -271,5 +271,57 @@ TEST(Report, EndToEndFromRecords) {
     EXPECT_DOUBLE_EQ(j["throughput"][0]["iops"].get<double>(), 10'000.0);
 }
 
+// A stage or component name longer than the seed's column widens the column for its whole
+// table: the figures of every row stay under their headings.
+TEST(Report, LongNamesKeepTheColumnsAligned) {
+    Summary s;
+    s.duration_s = 1;
+    GroupSummary g;
+    g.label = "read 4KiB nvme0n1";
+    g.size_label = "4KiB";
+    g.device = "nvme0n1";
+    g.n = 10;
+    g.mean_us = 100;
+    auto stage = [](std::string name, double us) {
+        StageSummary st;
+        st.name = std::move(name);
+        st.mean_us = us;
+        st.share = us / 100;
+        return st;
+    };
+    g.stages = {stage("syscall and file submission (before the block layer)", 20),
+                stage("host block layer", 80)};
+    for (const char* name :
+         {"syscall: io_submit entry to the file", "handoff to nvme_complete_rq"}) {
+        ComponentSummary c;
+        c.name = name;
+        c.n = 10;
+        c.depth = c.name.starts_with("handoff") ? 1 : 0;
+        g.components.push_back(c);
+    }
+    g.components.push_back({.name = std::string(45, 'x'), .n = 10, .mean_us = 1});
+    s.groups.push_back(g);
+    ReportOptions opts;
+    opts.detail = true;
+    std::string text = summary_text(s, AssemblyCounts{}, opts);
+    std::vector<std::string> lines;
+    for (size_t p = 0, e; (e = text.find('\n', p)) != std::string::npos; p = e + 1)
+        lines.push_back(text.substr(p, e - p));
+    auto at = [&](std::string_view start) {
+        auto it = std::find_if(lines.begin(), lines.end(),
+                               [&](const std::string& l) { return l.starts_with(start); });
+        EXPECT_NE(it, lines.end()) << start;
+        return it == lines.end() ? std::string() : *it;
+    };
+    const std::string head = at("  stage "), wide = at("  syscall and file"),
+                      narrow = at("  host block layer ");
+    const size_t mean_end = head.find("mean us") + 7;
+    EXPECT_EQ(wide.find("20.00") + 5, mean_end) << text;
+    EXPECT_EQ(narrow.find("80.00") + 5, mean_end) << text;
+    const std::string chead = at("  component "), crow = at("  " + std::string(45, 'x'));
+    EXPECT_EQ(crow.find("10") + 2, chead.find(" n ") + 2) << text;
+    EXPECT_EQ(at("    handoff to nvme_complete_rq").find("10") + 2, chead.find(" n ") + 2) << text;
+}
+
 }  // namespace
 }  // namespace nvmetrace
