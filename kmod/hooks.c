@@ -149,6 +149,84 @@ static __always_inline u8 rq_opcode(const struct request *rq)
 	}
 }
 
+/*
+ * Passthrough requests (NVMe commands from an NVMe generic char device,
+ * /dev/ngXnY, through ioctl or io_uring_cmd) carry no block-layer op or
+ * LBA: the command itself has them, and nvme_setup_cmd is the one hook that
+ * sees it.  There a sampled passthrough read or write is noted by its
+ * request, and the request's later events (issue, the transport's, the
+ * completions) find its op and LBA here.  Fixed size, no lock: an entry is
+ * written by the request's own setup, published last, and checked again
+ * after it is read; an unsampled setup of the same request drops its
+ * entry, so a stale one never names a later command.  Two requests in
+ * flight whose slots collide (beyond pt_slot()'s range) lose the older
+ * one's later records.
+ */
+struct nvmetrace_pt {
+	const struct request *rq;	/* 0: free; written last */
+	u64 lba;
+	u8 op;
+};
+#define NVMETRACE_PT_SIZE	2048
+#define NVMETRACE_PT_TAGS	128	/* slots per hardware queue before they wrap */
+static struct nvmetrace_pt pt_cmds[NVMETRACE_PT_SIZE];
+
+/*
+ * By hardware queue and driver tag, which no two requests in flight share:
+ * no collision up to 16 queues of 128 tags (a pointer hash would collide
+ * at any depth).
+ */
+static __always_inline struct nvmetrace_pt *pt_slot(const struct request *rq)
+{
+	u32 q = rq->mq_hctx ? rq->mq_hctx->queue_num : 0;
+
+	return &pt_cmds[(q * NVMETRACE_PT_TAGS + (u32)rq->tag) & (NVMETRACE_PT_SIZE - 1)];
+}
+
+/* nvme_setup_cmd of passthrough rq: note it when sampled, else forget it */
+static __always_inline void pt_note(const struct request *rq, u8 op, u64 lba, bool sampled)
+{
+	struct nvmetrace_pt *e = pt_slot(rq);
+
+	if (!sampled) {
+		if (READ_ONCE(e->rq) == rq)
+			WRITE_ONCE(e->rq, NULL);
+		return;
+	}
+	WRITE_ONCE(e->rq, NULL);
+	smp_wmb();
+	e->lba = lba;
+	e->op = op;
+	smp_store_release(&e->rq, rq);
+}
+
+static __always_inline bool pt_find(const struct request *rq, u8 *op, u64 *lba)
+{
+	struct nvmetrace_pt *e = pt_slot(rq);
+
+	if (smp_load_acquire(&e->rq) != rq)
+		return false;
+	*lba = e->lba;
+	*op = e->op;
+	smp_rmb();
+	return READ_ONCE(e->rq) == rq;
+}
+
+/*
+ * rq's NVMe opcode (read or write) and LBA: from the block layer, or for a
+ * sampled passthrough request from its command (pt_find()).  false: neither
+ * a read nor a write, or a passthrough request that is not sampled.
+ */
+static __always_inline bool rq_op_lba(const struct request *rq, u8 *op, u64 *lba)
+{
+	*op = rq_opcode(rq);
+	if (likely(*op)) {
+		*lba = sector_to_lba(rq->q, blk_rq_pos(rq));
+		return true;
+	}
+	return blk_rq_is_passthrough(rq) && pt_find(rq, op, lba);
+}
+
 static __always_inline u16 rq_qid(const struct request *rq)
 {
 	return rq->mq_hctx ? rq->mq_hctx->queue_num + 1 : 0;
@@ -189,20 +267,20 @@ static void probe_bio_queue(void *data, struct bio *bio)
 static __always_inline void rq_event(u16 event, struct request *rq, u64 aux, bool sampled)
 {
 	struct gendisk *disk = rq->q->disk;
-	u8 op = rq_opcode(rq);
 	u64 lba;
 	u32 dev;
+	u8 op;
 
-	if (!disk || !op)
+	if (!disk || !rq_op_lba(rq, &op, &lba))
 		return;
 	dev = disk_dev(disk);
 	if (!host_dev_wanted(dev))
 		return;
-	lba = sector_to_lba(rq->q, blk_rq_pos(rq));
 	if (!sampled && !nvmetrace_sampled(lba))
 		return;
 	emit(event, lba, dev, blk_rq_bytes(rq), rq_qid(rq), 0, (u16)rq->tag, 0,
 	     op, NVMETRACE_REC_HAS_QID |
+	     (blk_rq_is_passthrough(rq) ? NVMETRACE_REC_PASSTHRU : 0) |
 	     (op == nvme_cmd_write ? NVMETRACE_REC_WRITE : 0), aux);
 }
 
@@ -241,17 +319,28 @@ static void probe_nvme_setup(void *data, struct request *rq,
 	u64 lba;
 	u32 dev;
 
-	if (!disk || (op != nvme_cmd_read && op != nvme_cmd_write))
+	if (!disk)
 		return;
+	if (op != nvme_cmd_read && op != nvme_cmd_write) {
+		if (unlikely(blk_rq_is_passthrough(rq)))
+			pt_note(rq, op, 0, false);
+		return;
+	}
 	dev = disk_dev(disk);
 	if (!host_dev_wanted(dev))
 		return;
 	lba = le64_to_cpu(cmd->rw.slba);
-	if (!nvmetrace_sampled(lba))
+	if (!nvmetrace_sampled(lba)) {
+		if (unlikely(blk_rq_is_passthrough(rq)))
+			pt_note(rq, op, lba, false);
 		return;
+	}
+	if (unlikely(blk_rq_is_passthrough(rq)))
+		pt_note(rq, op, lba, true);
 	emit(NVMETRACE_EV_NVME_SETUP, lba, dev, blk_rq_bytes(rq), rq_qid(rq),
 	     cmd->common.command_id, (u16)rq->tag, 0, op,
 	     NVMETRACE_REC_HAS_QID | NVMETRACE_REC_HAS_CID |
+	     (blk_rq_is_passthrough(rq) ? NVMETRACE_REC_PASSTHRU : 0) |
 	     (op == nvme_cmd_write ? NVMETRACE_REC_WRITE : 0),
 	     le32_to_cpu(cmd->common.nsid));
 }
@@ -543,7 +632,10 @@ static __always_inline bool tcp_queue_is_admin(const void *queue)
  */
 static __always_inline bool tcp_rq_sampled(struct request *rq)
 {
-	return nvmetrace_sampled(sector_to_lba(rq->q, blk_rq_pos(rq)));
+	u64 lba;
+	u8 op;
+
+	return rq_op_lba(rq, &op, &lba) && nvmetrace_sampled(lba);
 }
 
 /* rq's event while it is in flight; sampled: as rq_event() */
@@ -1571,6 +1663,7 @@ int nvmetrace_hooks_start(const struct nvmetrace_config *c,
 	cfg = *c;
 	memset(uiocbs, 0, sizeof(uiocbs));
 	atomic_set(&uiocbs_live, 0);
+	memset(pt_cmds, 0, sizeof(pt_cmds));
 	sample_threshold = div64_u64(U64_MAX, cfg.sample);
 	if (cfg.sample == 1)
 		sample_threshold = U64_MAX;

@@ -353,6 +353,8 @@ void Assembler::push_host_rq(const nvmetrace_rec& rec, int slot) {
     Command& c = f.cmd;
     c.ts[slot] = rec.ts;
     c.present |= 1u << slot;
+    if (rec.flags & NVMETRACE_REC_PASSTHRU)
+        c.passthru = true;
     if (!ev.unordered)
         f.max_rank = std::max(f.max_rank, ev.rank);
     if (rec.event == NVMETRACE_EV_NVME_SETUP) {
@@ -432,7 +434,11 @@ void Assembler::push_target(const nvmetrace_rec& rec, int slot) {
 }
 
 void Assembler::emit(Command& c) {
-    if (!c.has(c.side == Side::host ? host_ends_[0] : target_ends_[0])) {
+    // a passthrough command has no bio: it starts at nvme_setup_cmd
+    const int first = c.side == Side::target ? target_ends_[0]
+                      : c.passthru           ? event_slot(NVMETRACE_EV_NVME_SETUP)
+                                             : host_ends_[0];
+    if (!c.has(first)) {
         counts_.cut_start++;
         return;
     }
@@ -576,9 +582,10 @@ std::vector<const ComponentDef*> path_of(View view, uint32_t present,
     std::vector<const ComponentDef*> rows;
     uint32_t miss = 0;
     int cur = ends.first;
-    // Leading optional events the command lacks: start at the first it has
-    // (or at the first required one).
-    while (kEvents[cur].optional && !(present >> cur & 1u)) {
+    // Leading events the command lacks: start at the first it has.  Those are
+    // optional ones, or the bio of a passthrough command, which has none (the
+    // assembler hands on no other command without its first required event).
+    while (!(present >> cur & 1u)) {
         const ComponentDef* first = nullptr;
         for (const auto& c : table)
             if (c.depth == 0 && in_view(c, view) && event_slot(c.from) == cur) {

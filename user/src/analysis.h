@@ -186,6 +186,7 @@ struct Command {
                                   // recording's devices; 0: unknown)
     uint16_t origin = 0;          // which host recording (several hosts in one report)
     bool has_cid = false;         // host: nvme_setup_cmd was recorded; target: always
+    bool passthru = false;        // host: a passthrough command (no bio; starts at the setup)
     uint32_t present = 0;         // bit per slot of kEvents
     std::array<uint64_t, kMaxEvents> ts{};  // by slot, valid where present
 

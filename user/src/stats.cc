@@ -97,6 +97,7 @@ std::string size_label(uint64_t bytes) {
 struct Stats::Group {
     Layout layout;
     std::string label, size_label, device;
+    bool passthru = false;  // passthrough commands (their layout has no bio)
     Op op;
     Side side;
     uint64_t size;
@@ -161,6 +162,9 @@ Stats::Group& Stats::group_for(const Command& cmd) {
         g->label = fmt::format("{} {} {}", op_name(cmd.op), g->size_label, g->device);
         if (!g->layout.missing.empty())
             g->label += fmt::format(" (no {})", fmt::join(g->layout.missing, ", "));
+        g->passthru = cmd.passthru;
+        if (cmd.passthru)
+            g->label += " (passthrough)";
         g->segments.resize(g->layout.segments.size());
         g->stage_sq.resize(g->layout.stages.size());
         g->stage_hist.resize(g->layout.stages.size());
@@ -313,6 +317,7 @@ Summary Stats::summary(uint64_t duration_ns) const {
         gs.size = g.size;
         gs.size_label = g.size_label;
         gs.device = g.device;
+        gs.passthru = g.passthru;
         gs.view = l.view;
         gs.missing = l.missing;
         gs.n = g.e2e.n;

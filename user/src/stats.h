@@ -114,6 +114,7 @@ struct GroupSummary {
     std::string size_label;  // "4KiB", or "8 blocks" when the block size is unknown
     uint64_t size = 0;
     std::string device;
+    bool passthru = false;  // passthrough commands (NVMe generic char device): no bio
     View view = View::host_only;
     std::vector<std::string> missing;  // hooks with no record for these commands
     uint64_t n = 0;                    // sampled commands

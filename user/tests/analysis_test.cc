@@ -117,6 +117,41 @@ TEST(SmallFifo, BehavesLikeADeque) {
     EXPECT_GT(next, 10000u);
 }
 
+// A passthrough command (an NVMe generic char device, io_uring_cmd): no bio, so it starts at
+// nvme_setup_cmd, on the multipath path disk; it is a whole command of the namespace's head,
+// timed from the driver's setup to the block layer's completion.
+TEST_F(AssemblerTest, PassthroughCommandStartsAtTheSetup) {
+    std::vector<nvmetrace_rec> recs = host_command(1'000'000, 9, 777);
+    recs.erase(recs.begin());  // the bio
+    for (auto& r : recs) {
+        r.dev = kNvme1c1n1;
+        r.flags |= NVMETRACE_REC_PASSTHRU;
+    }
+    feed(recs);
+    ASSERT_EQ(out.size(), 1u);
+    const Command& c = out[0];
+    EXPECT_EQ(c.dev, kNvme1n1);
+    EXPECT_EQ(c.lba, 777u);
+    EXPECT_TRUE(c.passthru);
+    EXPECT_FALSE(c.has(slot(NVMETRACE_EV_BIO_QUEUE)));
+    EXPECT_EQ(missing_boundaries(c, kComponents), 0u);
+    Layout l = layout_for(View::host_only, c.present, kComponents);
+    EXPECT_TRUE(l.complete());
+    EXPECT_EQ(l.first_slot, slot(NVMETRACE_EV_NVME_SETUP));
+    EXPECT_EQ(l.last_slot, slot(NVMETRACE_EV_RQ_COMPLETE));
+    EXPECT_EQ(assembler.in_flight(), 0u);
+    EXPECT_EQ(assembler.counts().lost_end, 0u);
+    // without the flag, the same records are a block command cut at the start
+    out.clear();
+    for (auto& r : recs) {
+        r.flags &= static_cast<uint8_t>(~NVMETRACE_REC_PASSTHRU);
+        r.ts += 1'000'000;
+    }
+    feed(recs);
+    EXPECT_TRUE(out.empty());
+    EXPECT_EQ(assembler.counts().cut_start, 1u);
+}
+
 TEST_F(AssemblerTest, OneHostCommand) {
     feed(host_command(1'000'000, 7, 4242));
     ASSERT_EQ(out.size(), 1u);

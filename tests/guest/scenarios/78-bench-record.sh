@@ -1,6 +1,7 @@
 #!/bin/bash
 # 78-bench-record: nvmetrace bench --record stores one readable nvmetrace recording per matrix
-# cell, named in the CSV; each holds at least the cell's measured commands, and report reads it.
+# cell, named in the CSV; each holds at least the cell's measured commands, and report reads it,
+# for the block path and for passthrough (/dev/ngXnY, io_uring_cmd) alike.
 # lane-timeout: 300
 . "$NVMETRACE_SRC/tests/guest/lib.sh"
 need_ko
@@ -34,11 +35,18 @@ for path in "/dev/$dev" "$ng"; do
 		sizes=$(jq -r --arg d "$dev" '[.[0].groups[] | select(.device == $d) | .size] | unique | join(" ")' "$RESULTS/$rec.json")
 		log "$path cell $cell ($size bytes): $ios I/Os measured; $rec: $records records, $n commands of sizes '$sizes'"
 		[ "${records:-0}" -ge "$ios" ] || fail "cell $cell: recording $rec has ${records:-no} records, the cell measured $ios I/Os"
-		# passthrough requests carry no block-layer LBA: the recorder keeps their records but
-		# does not assemble them into commands (yet); block-path cells are checked command by command
-		if [ "$path" = "/dev/$dev" ]; then
-			[ "$n" -ge "$ios" ] || fail "cell $cell: recording $rec has $n commands, the cell measured $ios"
-			[ "$sizes" = "$size" ] || fail "cell $cell: recording $rec holds sizes '$sizes', the cell's is $size"
+		# every cell command by command: passthrough commands too (no bio; their op and LBA
+		# come from the NVMe command), in groups of their own marked as such
+		[ "$n" -ge "$ios" ] || fail "cell $cell: recording $rec has $n commands, the cell measured $ios"
+		[ "$sizes" = "$size" ] || fail "cell $cell: recording $rec holds sizes '$sizes', the cell's is $size"
+		want=false
+		[ "$path" = "$ng" ] && want=true
+		marks=$(jq -r --arg d "$dev" '[.[0].groups[] | select(.device == $d) | .passthrough] | unique | join(" ")' "$RESULTS/$rec.json")
+		[ "$marks" = "$want" ] || fail "cell $cell on $path: groups marked passthrough '$marks', expected $want"
+		if $want; then
+			jq -e --arg d "$dev" '[.[0].groups[] | select(.device == $d) | .label | endswith("(passthrough)")] | all' \
+				"$RESULTS/$rec.json" >/dev/null || fail "cell $cell: a passthrough group's label does not say so"
+			"$B" report "$RESULTS/$rec" | tee "$RESULTS/$rec.txt"
 		fi
 	done
 done

@@ -156,6 +156,7 @@ enum nvmetrace_event {
 #define NVMETRACE_REC_HAS_CID		(1u << 1)	/* cid is the NVMe command id */
 #define NVMETRACE_REC_HAS_QID		(1u << 2)	/* qid is known */
 #define NVMETRACE_REC_LEN_BLOCKS	(1u << 3)	/* len counts logical blocks, not bytes */
+#define NVMETRACE_REC_PASSTHRU		(1u << 4)	/* a passthrough command: no bio */
 
 /*
  * aux of NVMETRACE_EV_TCP_C2H_RECV: the PDU's data offset in the low 32 bits,
