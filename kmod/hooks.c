@@ -217,7 +217,7 @@ static __always_inline bool pt_find(const struct request *rq, u8 *op, u64 *lba)
  * sampled passthrough request from its command (pt_find()).  false: neither
  * a read nor a write, or a passthrough request that is not sampled.
  */
-static __always_inline bool rq_op_lba(const struct request *rq, u8 *op, u64 *lba)
+static __always_inline bool rq_op_lba(struct request *rq, u8 *op, u64 *lba)
 {
 	*op = rq_opcode(rq);
 	if (likely(*op)) {
