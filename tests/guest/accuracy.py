@@ -39,12 +39,13 @@ Asserts, and prints one line of figures:
 """
 import collections, json, sys
 
+from edges import STALL_NS, split_stalled  # tests/guest/edges.py, beside this script
+
 M = (1 << 64) - 1
 HOST_EVENTS = ["io_submit (entry)", "blkdev_read_iter/blkdev_write_iter", "block_bio_queue",
                "nvme_setup_cmd", "block_rq_issue", "nvme_complete_rq", "block_rq_complete",
                "aio_complete_rw", "io_getevents (return)"]
 GOAL = 0.02             # (e2e + fio's own + edges) / lat within 1 +- GOAL
-STALL_US = 1000         # an I/O this much longer outside the span than the median: a stall
 TARGET_EVENTS = ["nvmet_req_init", "nvmet_bdev_execute_rw", "nvmet_bio_done", "nvmet_req_complete"]
 
 
@@ -158,13 +159,11 @@ outside = []  # (lat, e2e, outside), ns
 for key, lats in lat_by_key.items():
     for lat, (_, e) in zip(lats, sorted(e2e_by_key[key])):
         outside.append((lat * unit, e, lat * unit - e))
-med = sorted(o for _, _, o in outside)[len(outside) // 2]
 # An emulated CPU descheduled by the host (a shared machine under load) stalls for
 # milliseconds; outside the span, such a stall lands in fio's lat alone.  Those I/Os (outside
-# time more than STALL_US over the median) are counted, shown as their own figure, and left
+# time more than STALL_NS over the median) are counted, shown as their own figure, and left
 # out of both means; a stall inside the span is in both and stays.
-stalled = [x for x in outside if x[2] > med + STALL_US * 1000]
-kept = [x for x in outside if x[2] <= med + STALL_US * 1000]
+kept, stalled, med = split_stalled(outside, key=lambda x: x[2])
 lat_k = sum(x[0] for x in kept) / len(kept) / 1000.0
 e2e_k = sum(x[1] for x in kept) / len(kept) / 1000.0
 stall_us = (sum(x[2] for x in stalled) / len(outside) / 1000.0) if stalled else 0.0
@@ -184,7 +183,7 @@ line = ("%-22s fio %6d I/Os lat %8.2f us (same I/Os: %6d, %8.2f us) | nvmetrace 
         " %7.2f us"
         % (label, fio_ios, fio_lat_us, len(lat_sampled), fio_same_us, g["n"], e2e, len(stalled),
            lat_k, e2e_k, ratio, ratio_noedges, fio_own_us, edges["edges_us"], edges["entry_us"],
-           edges["exit_us"], edges["n"], STALL_US, med / 1000.0, len(stalled), stall_us,
+           edges["exit_us"], edges["n"], STALL_NS // 1000, med / 1000.0, len(stalled), stall_us,
            fio_same_us - e2e, above, below))
 if abs(ratio - 1) > GOAL:
     fail("(end to end + fio's own + syscall edges) / lat is off by more than %g %%: %s"

@@ -19,8 +19,9 @@ sampled command's edge is negative (its timestamps and the user's are not one cl
 
 --own: fio's own time per I/O, from a fio run (its JSON and per-I/O latency log) and an
 aio_edges run of the same op and size at QD1 on the same device (no recording): fio's mean
-lat minus aio_edges' mean round trip (t2 - t0).  Both pass through the same kernel path; what differs is the user space around
-the syscalls: fio's loop and its libaio engine, against two clock reads.  Prints a JSON object.
+lat minus aio_edges' mean round trip (t2 - t0).  Both pass through the same kernel path;
+what differs is the user space around the syscalls: fio's loop and its libaio engine, against
+two clock reads.  Prints a JSON object.
 """
 import collections, json, statistics, sys
 
@@ -59,16 +60,18 @@ def join(ios, commands_path, lbs):
 STALL_NS = 1000 * 1000  # a value this much over the median: the emulated CPU stalled
 
 
-def unstalled(values):
-    """values without those over their median by more than STALL_NS (a descheduled vCPU)"""
-    med = sorted(values)[len(values) // 2]
-    return [v for v in values if v <= med + STALL_NS]
+def split_stalled(items, key=lambda v: v):
+    """(kept, stalled, median of the keys): an item whose key is over the median by more than
+    STALL_NS is a stall (a descheduled vCPU)"""
+    med = sorted(key(x) for x in items)[len(items) // 2]
+    return ([x for x in items if key(x) <= med + STALL_NS],
+            [x for x in items if key(x) > med + STALL_NS], med)
 
 
 def summarize(rows):
     n = len(rows)
-    ok0, ok1 = set(unstalled([r[0] for r in rows])), set(unstalled([r[1] for r in rows]))
-    rows = [r for r in rows if r[0] in ok0 and r[1] in ok1]
+    rows = split_stalled(rows, key=lambda r: r[0])[0]
+    rows = split_stalled(rows, key=lambda r: r[1])[0]
     mean = lambda i: statistics.fmean(r[i] for r in rows) / 1000.0
     med = lambda i: statistics.median(r[i] for r in rows) / 1000.0
     return {"n": len(rows), "entry_us": mean(0), "exit_us": mean(1), "edges_us": mean(0) + mean(1),
@@ -88,8 +91,8 @@ def own(fio_json, fio_lat_log, edges_out):
     lats = [int(l.split(",")[1]) for l in open(fio_lat_log) if l.count(",") >= 4]
     if abs(statistics.fmean(lats) / job[side]["lat_ns"]["mean"] - 1) > 0.5:
         lats = [v * 1000 for v in lats]  # a log in microseconds (older fio)
-    fio = unstalled(lats)
-    client = unstalled([t2 - t0 for _, _, t0, _, t2 in ios])
+    fio = split_stalled(lats)[0]
+    client = split_stalled([t2 - t0 for _, _, t0, _, t2 in ios])[0]
     fio_us, client_us = statistics.fmean(fio) / 1000.0, statistics.fmean(client) / 1000.0
     print(json.dumps({"own_us": fio_us - client_us, "fio_lat_us": fio_us, "fio_ios": len(lats),
                       "client_us": client_us, "client_ios": len(ios),
