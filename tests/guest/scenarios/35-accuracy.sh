@@ -6,8 +6,8 @@
 # commands, every command has all its events in order (from io_submit() to io_getevents()),
 # the stages add up to end to end, and the end-to-end mean agrees with fio's total latency
 # (lat) within 2 % once the two parts of lat no kernel hook sees are added, each measured
-# apart and printed as a figure of its own: fio's own time in user space (fio's null engine in
-# the same shape) and the syscall edges (user space to the io_submit() hook and the
+# apart and printed as a figure of its own: fio's own time in user space (fio's lat on the local
+# null_blk minus our minimal aio client's there) and the syscall edges (user space to the io_submit() hook and the
 # io_getevents() hook back to user space: aio_edges, timed per command on the module's clock,
 # tests/guest/edges.py). See tests/guest/accuracy.py.
 # lane-timeout: 600
