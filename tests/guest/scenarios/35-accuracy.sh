@@ -53,13 +53,14 @@ for rw in randread randwrite; do
 		# fio's own time per I/O: the part of its lat spent in fio's loop and its libaio engine
 		# in user space. Measured on the local null_blk device (no nvme-tcp), nvmetrace idle:
 		# fio's lat there (QD1, same op and size) minus the round trip of our minimal aio
-		# client through the same device (aio_edges: timestamps around its syscalls only)
+		# client through the same device (aio_edges: timestamps around its syscalls only), for
+		# about as long as fio ran (100000 I/Os), so that both means see the same host load
 		own=$RESULTS/own-$rw-$bs.json
 		fio --name=own --filename=/dev/nullb0 --ioengine=libaio --direct=1 --rw="$rw" --bs="$bs" \
 			--iodepth=1 --size=256m --time_based --runtime="$SECS" \
 			--write_lat_log="$RESULTS/own-$rw-$bs" --log_offset=1 --output-format=json \
 			--output="$RESULTS/own-$rw-$bs-fio.json" >/dev/null 2>&1 || fail "fio on nullb0 failed"
-		"$edges" /dev/nullb0 "${rw#rand}" "$(numfmt --from=iec "${bs^^}")" 5000 $((256 << 20)) 1 \
+		"$edges" /dev/nullb0 "${rw#rand}" "$(numfmt --from=iec "${bs^^}")" 100000 $((256 << 20)) 1 \
 			>"$RESULTS/own-$rw-$bs-aio_edges.out" || fail "aio_edges on nullb0 failed"
 		python3 "$NVMETRACE_SRC/tests/guest/edges.py" --own "$RESULTS/own-$rw-$bs-fio.json" \
 			"$RESULTS/own-$rw-${bs}_lat.1.log" "$RESULTS/own-$rw-$bs-aio_edges.out" >"$own" ||
