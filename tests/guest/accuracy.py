@@ -17,10 +17,12 @@ Asserts, and prints one line of figures:
     parts of lat that no kernel hook can see are measured apart and printed as figures of
     their own:
       - fio's own time: fio's loop and its libaio engine in user space, before io_submit()
-        and after io_getevents() returns.  Measured on the local null_blk device, QD1, same
-        op and size: fio's lat minus the round trip of aio_edges, a minimal aio client timed
-        around its syscalls (OWN_JSON, from tests/guest/edges.py --own; the QD1 figure
-        serves the QD8 cells too: it is fio's work per I/O);
+        and after io_getevents() returns.  Measured in a recording of its own on the same
+        device, before the cells of the same op and size: fio at QD1 between two aio_edges
+        runs (a minimal aio client timed around its syscalls), on LBAs apart.  fio's time
+        outside the span per I/O, less aio_edges' syscall edges in the same recording
+        (OWN_JSON, from tests/guest/edges.py --own; the QD1 figure serves the QD8 cells too:
+        it is fio's work per I/O);
       - the syscall edges: from user space to the io_submit() entry hook, and from the
         io_getevents() return hook back to user space (the syscall entry and exit, and the
         hooks' own work outside their timestamps), measured per command by aio_edges, which
@@ -39,7 +41,7 @@ Asserts, and prints one line of figures:
 """
 import collections, json, sys
 
-from edges import STALL_NS, split_stalled  # tests/guest/edges.py, beside this script
+from edges import STALL_NS, fio_job, fio_lat_log, host_spans, outside_span, split_stalled  # tests/guest/edges.py, beside this script
 
 M = (1 << 64) - 1
 HOST_EVENTS = ["io_submit (entry)", "blkdev_read_iter/blkdev_write_iter", "block_bio_queue",
@@ -69,42 +71,24 @@ edges = json.load(open(edges_json))
 sample, seed, lbs = int(sample), int(seed), int(lbs)
 threshold = M if sample == 1 else M // sample
 
-text = open(fio_json).read()
-fio = json.loads(text[text.index("{"):])
-job = fio["jobs"][0]
-side = "read" if job["read"]["total_ios"] > 0 else "write"
+job, side = fio_job(fio_json)
 fio_ios = job[side]["total_ios"]
 fio_lat_us = job[side]["lat_ns"]["mean"] / 1000.0
 if job["error"] or fio_ios == 0:
     fail("fio: %d I/Os, error %d" % (fio_ios, job["error"]))
 fio_own_us = json.load(open(own_json))["own_us"]
 
-# fio's latency (lat) of each I/O: time, value, direction, size, offset[, priority]
-# (one line per I/O: it is also the list of every I/O fio issued, so no iolog is needed,
-# whose writing would sit inside fio's lat)
-lat_all, lat_sampled = [], []
-lat_by_key = collections.defaultdict(list)  # (op, lba): lat of each of its I/Os, in log order
-expected = collections.Counter()
-for line in open(latlog):
-    f = [x.strip() for x in line.split(",")]
-    if len(f) < 5:
-        continue
-    v, lba = int(f[1]), int(f[4]) // lbs
-    lat_all.append(v)
-    if mix(lba ^ seed) <= threshold:
-        lat_sampled.append(v)
-        key = ("write" if f[2] == "1" else "read", lba)
-        expected[key] += 1
-        lat_by_key[key].append(v)
-if len(lat_all) != fio_ios or not lat_sampled:
+# fio's latency (lat) of each I/O, from its per-I/O log (one line per I/O: it is also the list
+# of every I/O fio issued, so no iolog is needed, whose writing would sit inside fio's lat)
+lat_all = fio_lat_log(latlog, lbs, fio_lat_us * 1000)
+sampled = [io for io in lat_all if mix(io[1] ^ seed) <= threshold]
+expected = collections.Counter((op, lba) for op, lba, _ in sampled)
+if len(lat_all) != fio_ios or not sampled:
     fail("fio's latency log has %d I/Os (%d sampled), its JSON %d"
-         % (len(lat_all), len(lat_sampled), fio_ios))
-# the log's unit: nanoseconds, or microseconds in older fio
-unit = 1.0 if abs(sum(lat_all) / len(lat_all) / (fio_lat_us * 1000) - 1) < 0.5 else 1000.0
-fio_same_us = sum(lat_sampled) / len(lat_sampled) * unit / 1000.0
+         % (len(lat_all), len(sampled), fio_ios))
+fio_same_us = sum(v for _, _, v in sampled) / len(sampled) / 1000.0
 
 host, target = collections.Counter(), collections.Counter()
-e2e_by_key = collections.defaultdict(list)  # (op, lba): (reap time, end to end) of its commands
 negative = missing = 0
 for line in open(commands):
     c = json.loads(line)
@@ -118,8 +102,6 @@ for line in open(commands):
     if any(b < a for a, b in zip(ts, ts[1:])):
         negative += 1
     (host if c["side"] == "host" else target)[key] += 1
-    if c["side"] == "host":
-        e2e_by_key[key].append((ts[-1], ts[-1] - ts[0]))
 
 if missing:
     fail("%d commands without all their events" % missing)
@@ -152,13 +134,12 @@ above = stage.get("syscall and file submission (before the block layer)")
 below = stage.get("completion to user space (wake-up, reap)")
 if above is None or below is None:
     fail("no stages above the block layer in the report: %s" % list(stage))
-# Each sampled I/O against its command: fio logs an LBA's I/Os in completion order, the
-# commands of an LBA are sorted by their reap, and both have the same count (checked above).
-# outside = fio's lat - nvmetrace's end to end: the time of that I/O outside the kernel span.
-outside = []  # (lat, e2e, outside), ns
-for key, lats in lat_by_key.items():
-    for lat, (_, e) in zip(lats, sorted(e2e_by_key[key])):
-        outside.append((lat * unit, e, lat * unit - e))
+# Each sampled I/O against its command (edges.outside_span: same op and LBA, in completion
+# order; every LBA has as many commands as I/Os, checked above): lat - nvmetrace's end to
+# end is the time of that I/O outside the kernel span.
+outside = outside_span(sampled, host_spans(commands, HOST_EVENTS))
+if len(outside) != len(sampled):
+    fail("%d of %d sampled I/Os joined with their commands" % (len(outside), len(sampled)))
 # An emulated CPU descheduled by the host (a shared machine under load) stalls for
 # milliseconds; outside the span, such a stall lands in fio's lat alone.  Those I/Os (outside
 # time more than STALL_NS over the median) are counted, shown as their own figure, and left
@@ -176,12 +157,12 @@ ratio_noedges = (e2e_k + fio_own_us) / lat_k
 ratio = (e2e_k + fio_own_us + edges["edges_us"]) / lat_k
 line = ("%-22s fio %6d I/Os lat %8.2f us (same I/Os: %6d, %8.2f us) | nvmetrace n %6d e2e %8.2f us"
         " | without %d stalled I/Os: lat %8.2f us, e2e %8.2f us; (e2e + fio's own + edges) / lat"
-        " %.3f (without the edges %.3f) | fio's own time (libaio on null_blk) %5.2f us, syscall"
+        " %.3f (without the edges %.3f) | fio's own time (its QD1 run) %5.2f us, syscall"
         " edges %5.2f us (entry %5.2f, exit %5.2f; aio_edges, %d commands), stalls outside the"
         " span (> %d us over the median of %.2f us) %d I/Os adding %.2f us to lat's mean,"
         " lat - e2e %7.2f us | syscall+file submission %7.2f us, completion to user space"
         " %7.2f us"
-        % (label, fio_ios, fio_lat_us, len(lat_sampled), fio_same_us, g["n"], e2e, len(stalled),
+        % (label, fio_ios, fio_lat_us, len(sampled), fio_same_us, g["n"], e2e, len(stalled),
            lat_k, e2e_k, ratio, ratio_noedges, fio_own_us, edges["edges_us"], edges["entry_us"],
            edges["exit_us"], edges["n"], STALL_NS // 1000, med / 1000.0, len(stalled), stall_us,
            fio_same_us - e2e, above, below))

@@ -3,7 +3,7 @@
 user space and the first and last host hooks of each command, which no kernel hook sees.
 
 usage: edges.py AIO_EDGES_OUT COMMANDS_JSONL LBS [--json]
-       edges.py --own FIO_JSON FIO_LAT_LOG AIO_EDGES_OUT
+       edges.py --own FIO_JSON FIO_LAT_LOG COMMANDS_JSONL LBS AIO_EDGES_OUT...
 
 aio_edges times each QD1 I/O with CLOCK_MONOTONIC, the clock of the module's timestamps: t0
 before io_submit(), t1 after it returned, t2 after io_getevents() returned.  Each recorded host
@@ -17,11 +17,18 @@ CPU (descheduled by the host), counted as "stalled".
 Prints one line; with --json, a JSON object.  Exits 1 when no command joins, or when a
 sampled command's edge is negative (its timestamps and the user's are not one clock).
 
---own: fio's own time per I/O, from a fio run (its JSON and per-I/O latency log) and an
-aio_edges run of the same op and size at QD1 on the same device (no recording): fio's mean
-lat minus aio_edges' mean round trip (t2 - t0).  Both pass through the same kernel path;
-what differs is the user space around the syscalls: fio's loop and its libaio engine, against
-two clock reads.  Prints a JSON object.
+--own: fio's own time per I/O: the part of fio's lat spent in fio's loop and its libaio engine
+in user space, measured on another device than the one under test (an nvme-loop namespace),
+in one host recording (1 of 1) that holds a fio run (its JSON and per-I/O latency log, with
+offsets) and aio_edges runs before and after it (QD1, same op and size, on LBAs fio does not
+use).  Each fio I/O is joined with its command (same op and LBA, in completion order), so
+fio's time outside the span (lat - io_submit entry to io_getevents return) is known per I/O:
+fio's own time plus its syscall edges.  aio_edges' edges in the same recording are the
+syscall edges alone, so
+  fio's own time = fio's mean time outside the span - aio_edges' mean edges.
+Both come from timestamps taken around the same kernel span, so what the kernel does inside
+it (and fio's own work between io_submit() and io_getevents(), e.g. its clock reads, which
+is inside the span) cancels.  Prints a JSON object; exits 1 when too few I/Os join.
 """
 import collections, json, statistics, sys
 
@@ -79,31 +86,86 @@ def summarize(rows):
             "negative": sum(1 for r in rows if r[0] < 0 or r[1] < 0), "stalled": n - len(rows)}
 
 
-def own(fio_json, fio_lat_log, edges_out):
+def fio_job(fio_json):
+    """fio's first job and its side ("read" or "write")"""
     text = open(fio_json).read()
     job = json.loads(text[text.index("{"):])["jobs"][0]
-    side = "read" if job["read"]["total_ios"] > 0 else "write"
-    ios = load_ios(edges_out)
-    if job["error"] or job[side]["total_ios"] == 0 or not ios:
+    return job, ("read" if job["read"]["total_ios"] > 0 else "write")
+
+
+def fio_lat_log(path, lbs, mean_ns):
+    """fio's per-I/O latency log (time, lat, direction, size, offset[, priority]): one
+    (op, lba, lat in ns) per I/O, in log order.  The unit is nanoseconds, or microseconds in
+    older fio: the one whose mean is near fio's own mean_ns."""
+    ios = []
+    for line in open(path):
+        f = [x.strip() for x in line.split(",")]
+        if len(f) >= 5:
+            ios.append(("write" if f[2] == "1" else "read", int(f[4]) // lbs, int(f[1])))
+    if ios and abs(statistics.fmean(v for _, _, v in ios) / mean_ns - 1) > 0.5:
+        ios = [(op, lba, v * 1000) for op, lba, v in ios]
+    return ios
+
+
+def host_spans(commands_path, names=(SUBMIT, REAP)):
+    """(op, lba): [(reap, io_submit entry to io_getevents return)] of the host commands that
+    have every event of names, sorted by their reap"""
+    spans = collections.defaultdict(list)
+    for line in open(commands_path):
+        c = json.loads(line)
+        ev = c["events"]
+        if c.get("side") == "host" and all(n in ev for n in names):
+            spans[(c["op"], c["lba"])].append((ev[REAP], ev[REAP] - ev[SUBMIT]))
+    for v in spans.values():
+        v.sort()
+    return spans
+
+
+def outside_span(fio_ios, spans):
+    """Each fio I/O against its command: fio logs an LBA's I/Os in completion order, and an
+    LBA's commands are sorted by their reap.  [(lat, span, lat - span)] in ns, over the LBAs
+    with as many commands as I/Os (an LBA that lost a record is left out)."""
+    lats = collections.defaultdict(list)
+    for op, lba, v in fio_ios:
+        lats[(op, lba)].append(v)
+    out = []
+    for key, vs in lats.items():
+        cs = spans.get(key, [])
+        if len(cs) == len(vs):
+            out.extend((v, e, v - e) for v, (_, e) in zip(vs, cs))
+    return out
+
+
+def own(fio_json, fio_lat_log_path, commands_path, lbs, edges_outs):
+    job, side = fio_job(fio_json)
+    ios = [io for p in edges_outs for io in load_ios(p)]
+    fio_ios = fio_lat_log(fio_lat_log_path, lbs, job[side]["lat_ns"]["mean"] or 1)
+    if job["error"] or job[side]["total_ios"] == 0 or not ios or not fio_ios:
         print(json.dumps({"error": "fio: %d I/Os, error %d; aio_edges: %d I/Os"
                           % (job[side]["total_ios"], job["error"], len(ios))}))
         sys.exit(1)
-    lats = [int(l.split(",")[1]) for l in open(fio_lat_log) if l.count(",") >= 4]
-    if abs(statistics.fmean(lats) / job[side]["lat_ns"]["mean"] - 1) > 0.5:
-        lats = [v * 1000 for v in lats]  # a log in microseconds (older fio)
-    fio = split_stalled(lats)[0]
-    client = split_stalled([t2 - t0 for _, _, t0, _, t2 in ios])[0]
-    fio_us, client_us = statistics.fmean(fio) / 1000.0, statistics.fmean(client) / 1000.0
-    print(json.dumps({"own_us": fio_us - client_us, "fio_lat_us": fio_us, "fio_ios": len(lats),
-                      "client_us": client_us, "client_ios": len(ios),
-                      "stalled": len(lats) - len(fio) + len(ios) - len(client)}))
+    spans = host_spans(commands_path)
+    outside = outside_span(fio_ios, spans)
+    rows = join(ios, commands_path, lbs)
+    if len(outside) < len(fio_ios) // 2 or len(rows) < len(ios) // 2:
+        print(json.dumps({"error": "too few I/Os joined with their commands: fio %d of %d, "
+                          "aio_edges %d of %d" % (len(outside), len(fio_ios), len(rows), len(ios))}))
+        sys.exit(1)
+    kept, stalled, _ = split_stalled(outside, key=lambda x: x[2])
+    fio_out_us = statistics.fmean(x[2] for x in kept) / 1000.0
+    e = summarize(rows)
+    print(json.dumps({"own_us": fio_out_us - e["edges_us"], "fio_outside_us": fio_out_us,
+                      "fio_ios": len(fio_ios), "fio_joined": len(outside),
+                      "fio_lat_us": statistics.fmean(x[0] for x in kept) / 1000.0,
+                      "client_edges_us": e["edges_us"], "client_ios": len(ios),
+                      "client_joined": e["n"], "stalled": len(stalled) + e["stalled"]}))
 
 
 def main():
     if sys.argv[1:2] == ["--own"]:
-        if len(sys.argv) != 5:
+        if len(sys.argv) < 7:
             sys.exit(__doc__)
-        return own(sys.argv[2], sys.argv[3], sys.argv[4])
+        return own(sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5]), sys.argv[6:])
     args = [a for a in sys.argv[1:] if a != "--json"]
     if len(args) != 3:
         sys.exit(__doc__)

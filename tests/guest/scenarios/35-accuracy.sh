@@ -6,10 +6,11 @@
 # commands, every command has all its events in order (from io_submit() to io_getevents()),
 # the stages add up to end to end, and the end-to-end mean agrees with fio's total latency
 # (lat) within 2 % once the two parts of lat no kernel hook sees are added, each measured
-# apart and printed as a figure of its own: fio's own time in user space (fio's lat on the local
-# null_blk minus our minimal aio client's there) and the syscall edges (user space to the io_submit() hook and the
-# io_getevents() hook back to user space: aio_edges, timed per command on the module's clock,
-# tests/guest/edges.py). See tests/guest/accuracy.py.
+# apart and printed as a figure of its own: the syscall edges (user space to the io_submit()
+# hook and the io_getevents() hook back to user space: aio_edges, our QD1 aio client, timed
+# per command on the module's clock, tests/guest/edges.py) and fio's own time in user space
+# (in a QD1 recording of its own: fio's time outside the span per I/O, less aio_edges' edges
+# in the same recording). See tests/guest/accuracy.py.
 # lane-timeout: 600
 . "$NVMETRACE_SRC/tests/guest/lib.sh"
 need_ko
@@ -30,42 +31,60 @@ edges=$(dirname "$NVMETRACE_BIN")/tests/aio_edges
 [ -x "$edges" ] || fail "no $edges (build the tool's tests)"
 for rw in randread randwrite; do
 	for bs in 4k 64k; do
+		b=$(numfmt --from=iec "${bs^^}")
+		# fio's own time per I/O: the part of its lat spent in fio's loop and its libaio
+		# engine in user space. One host recording (every command) of fio at QD1 (same op and
+		# size, LBAs from 1 GiB on) between two runs of our minimal aio client (aio_edges:
+		# timestamps around its syscalls only, LBAs below 256 MiB): fio's time outside the
+		# span per I/O, less aio_edges' syscall edges. Those edges are the 1-of-1 edges below.
+		d=$RESULTS/own-$rw-$bs
+		mkdir -p "$d" "$RESULTS/edges-$rw-$bs-1of1"
+		"$NT" record -r host --dev "$dev" -s 1 --seed "$SEED" -o "$d/rec.ntr" >"$d/record.out" 2>&1 &
+		rec=$!
+		recorder_wait "$d/record.out" "fio's own time $rw $bs" 180
+		"$edges" "/dev/$dev" "${rw#rand}" "$b" 5000 $((256 << 20)) 1 >"$d/aio_edges-1.out" ||
+			fail "aio_edges $rw $bs failed"
+		fio --name=own --filename="/dev/$dev" --ioengine=libaio --direct=1 --rw="$rw" --bs="$bs" \
+			--iodepth=1 --offset=1g --size=256m --time_based --runtime="$SECS" \
+			--write_lat_log="$d/fio" --log_offset=1 --output-format=json \
+			--output="$d/fio.json" >"$d/fio.log" 2>&1 || fail "fio's own time $rw $bs: fio failed"
+		"$edges" "/dev/$dev" "${rw#rand}" "$b" 5000 $((256 << 20)) 2 >"$d/aio_edges-2.out" ||
+			fail "aio_edges $rw $bs failed"
+		kill -INT $rec
+		wait $rec || { cat "$d/record.out"; fail "fio's own time $rw $bs: record failed"; }
+		"$NT" report --commands "$d/rec.ntr" >"$d/commands.jsonl" ||
+			fail "fio's own time $rw $bs: report --commands failed"
+		cat "$d/aio_edges-1.out" "$d/aio_edges-2.out" >"$d/aio_edges.out"
+		own=$d/own.json
+		python3 "$NVMETRACE_SRC/tests/guest/edges.py" --own "$d/fio.json" "$d/fio_lat.1.log" \
+			"$d/commands.jsonl" "$lbs" "$d/aio_edges.out" >"$own" || fail "fio's own time: $(cat "$own")"
+		log "fio's own time $rw $bs: $(cat "$own")"
 		# the syscall edges: what an application timing around its syscalls sees beyond the
 		# first and last host hook (user space to the io_submit() entry, the io_getevents()
-		# return back to user space), per command, with our QD1 aio client and the same clock
+		# return back to user space), per command, with our QD1 aio client and the same
+		# clock. Every command: the recording above; 1 of 10: one of its own.
 		for s in 1 10; do
 			d=$RESULTS/edges-$rw-$bs-1of$s
 			mkdir -p "$d"
-			"$NT" record -r host -s "$s" --seed "$SEED" -o "$d/rec.ntr" >"$d/record.out" 2>&1 &
-			rec=$!
-			recorder_wait "$d/record.out" "edges $rw $bs 1-of-$s" 180
-			"$edges" "/dev/$dev" "${rw#rand}" "$(numfmt --from=iec "${bs^^}")" $((s == 1 ? 1000 : 500 * s)) \
-				$((256 << 20)) "$s" >"$d/aio_edges.out" || fail "aio_edges $rw $bs failed"
-			kill -INT $rec
-			wait $rec || { cat "$d/record.out"; fail "edges $rw $bs: record failed"; }
-			"$NT" report --commands "$d/rec.ntr" >"$d/commands.jsonl" ||
-				fail "edges $rw $bs: report --commands failed"
+			if [ "$s" = 1 ]; then
+				ln -sf "../own-$rw-$bs/aio_edges.out" "$d/aio_edges.out"
+				ln -sf "../own-$rw-$bs/commands.jsonl" "$d/commands.jsonl"
+			else
+				"$NT" record -r host -s "$s" --seed "$SEED" -o "$d/rec.ntr" >"$d/record.out" 2>&1 &
+				rec=$!
+				recorder_wait "$d/record.out" "edges $rw $bs 1-of-$s" 180
+				"$edges" "/dev/$dev" "${rw#rand}" "$b" $((500 * s)) $((256 << 20)) "$s" \
+					>"$d/aio_edges.out" || fail "aio_edges $rw $bs failed"
+				kill -INT $rec
+				wait $rec || { cat "$d/record.out"; fail "edges $rw $bs: record failed"; }
+				"$NT" report --commands "$d/rec.ntr" >"$d/commands.jsonl" ||
+					fail "edges $rw $bs: report --commands failed"
+			fi
 			python3 "$NVMETRACE_SRC/tests/guest/edges.py" "$d/aio_edges.out" "$d/commands.jsonl" \
 				"$lbs" --json >"$d/edges.json" || { cat "$d/edges.json"; fail "edges $rw $bs: no join"; }
 			log "edges $rw $bs 1-of-$s: $(python3 "$NVMETRACE_SRC/tests/guest/edges.py" \
 				"$d/aio_edges.out" "$d/commands.jsonl" "$lbs")"
 		done
-		# fio's own time per I/O: the part of its lat spent in fio's loop and its libaio engine
-		# in user space. Measured on the local null_blk device (no nvme-tcp), nvmetrace idle:
-		# fio's lat there (QD1, same op and size) minus the round trip of our minimal aio
-		# client through the same device (aio_edges: timestamps around its syscalls only), for
-		# about as long as fio ran (100000 I/Os), so that both means see the same host load
-		own=$RESULTS/own-$rw-$bs.json
-		fio --name=own --filename=/dev/nullb0 --ioengine=libaio --direct=1 --rw="$rw" --bs="$bs" \
-			--iodepth=1 --size=256m --time_based --runtime="$SECS" \
-			--write_lat_log="$RESULTS/own-$rw-$bs" --log_offset=1 --output-format=json \
-			--output="$RESULTS/own-$rw-$bs-fio.json" >/dev/null 2>&1 || fail "fio on nullb0 failed"
-		"$edges" /dev/nullb0 "${rw#rand}" "$(numfmt --from=iec "${bs^^}")" 100000 $((256 << 20)) 1 \
-			>"$RESULTS/own-$rw-$bs-aio_edges.out" || fail "aio_edges on nullb0 failed"
-		python3 "$NVMETRACE_SRC/tests/guest/edges.py" --own "$RESULTS/own-$rw-$bs-fio.json" \
-			"$RESULTS/own-$rw-${bs}_lat.1.log" "$RESULTS/own-$rw-$bs-aio_edges.out" >"$own" ||
-			fail "fio's own time: $(cat "$own")"
-		log "fio's own time $rw $bs: $(cat "$own")"
 		for qd in 1 8; do
 			for s in 1 10; do
 				label="$rw-$bs-qd$qd-1of$s"
