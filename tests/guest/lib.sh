@@ -72,9 +72,16 @@ wait_for() {
 }
 
 # recorder_started OUT [SECS]: wait (default 120 s) until an `nvmetrace record` writing to OUT
-# says it records; attaching takes seconds under TCG on a busy machine, so a workload starts
-# only after this
-recorder_started() { wait_for "${2:-120}" grep -q 'profiling as' "$1"; }
+# says it records, or the module says a recording is on (its hooks are attached then);
+# attaching takes seconds under TCG on a busy machine, so a workload starts only after this.
+# The module is asked too because OUT lies on the 9p results share, where a guest that polls
+# a file while another process writes it has been seen to lose the writer's first line (6.12:
+# the file then begins with NUL bytes)
+recorder_started() { wait_for "${2:-120}" recorder_on "$1"; }
+recorder_on() {
+	grep -aq 'profiling as' "$1" ||
+		"${NVMETRACE_BIN:-nvmetrace}" status 2>/dev/null | grep -q '^state *recording'
+}
 # recorder_wait OUT [WHAT [SECS]]: recorder_started, or fail with what the recorder printed
 recorder_wait() { recorder_started "$1" "${3:-120}" || { cat "$1"; fail "${2:+$2: }the recorder did not start"; }; }
 

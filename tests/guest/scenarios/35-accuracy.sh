@@ -93,9 +93,7 @@ for rw in randread randwrite; do
 				"$NT" record -r host -r target -s "$s" --seed "$SEED" -o "$d/rec.ntr" \
 					>"$d/record.out" 2>&1 &
 				rec=$!
-				# every hook is attached once the recorder says it is recording (once, on
-				# 6.12 under TCG, this took over 60 s after a dozen recordings; cause not
-				# yet known)
+				# every hook is attached once the recorder (or the module) says it records
 				recorder_wait "$d/record.out" "$label" 180
 				fio --name="$label" --filename="/dev/$dev" --ioengine=libaio --direct=1 \
 					--rw="$rw" --bs="$bs" --iodepth="$qd" --size=256m --time_based \
