@@ -18,10 +18,10 @@ Prints one line; with --json, a JSON object.  Exits 1 when no command joins, or 
 sampled command's edge is negative (its timestamps and the user's are not one clock).
 
 --own: fio's own time per I/O: the part of fio's lat spent in fio's loop and its libaio engine
-in user space, measured on another device than the one under test (an nvme-loop namespace),
-in one host recording (1 of 1) that holds a fio run (its JSON and per-I/O latency log, with
-offsets) and aio_edges runs before and after it (QD1, same op and size, on LBAs fio does not
-use).  Each fio I/O is joined with its command (same op and LBA, in completion order), so
+in user space, measured in a host recording of its own (1 of 1, on the namespace under test,
+apart from the fio runs it serves) that holds a fio run (its JSON and per-I/O latency log,
+with offsets) and aio_edges runs before and after it (QD1, same op and size, on LBAs fio does
+not use).  Each fio I/O is joined with its command (same op and LBA, in completion order), so
 fio's time outside the span (lat - io_submit entry to io_getevents return) is known per I/O:
 fio's own time plus its syscall edges.  aio_edges' edges in the same recording are the
 syscall edges alone, so
