@@ -35,9 +35,15 @@ import collections, json, statistics, sys
 SUBMIT, REAP = "io_submit (entry)", "io_getevents (return)"
 
 
+def lines(path):
+    """the lines of a file, closed once read"""
+    with open(path) as f:
+        yield from f
+
+
 def load_ios(path):
     ios = []
-    for line in open(path):
+    for line in lines(path):
         if line.startswith("#") or not line.strip():
             continue
         op, off, t0, t1, t2 = line.split()
@@ -50,7 +56,7 @@ def join(ios, commands_path, lbs):
     for op, off, t0, t1, t2 in ios:
         by_key[(op, off // lbs)].append((t0, t1, t2))
     rows = []
-    for line in open(commands_path):
+    for line in lines(commands_path):
         c = json.loads(line)
         if c.get("side") != "host":
             continue
@@ -88,7 +94,7 @@ def summarize(rows):
 
 def fio_job(fio_json):
     """fio's first job and its side ("read" or "write")"""
-    text = open(fio_json).read()
+    text = "".join(lines(fio_json))
     job = json.loads(text[text.index("{"):])["jobs"][0]
     return job, ("read" if job["read"]["total_ios"] > 0 else "write")
 
@@ -98,7 +104,7 @@ def fio_lat_log(path, lbs, mean_ns):
     (op, lba, lat in ns) per I/O, in log order.  The unit is nanoseconds, or microseconds in
     older fio: the one whose mean is near fio's own mean_ns."""
     ios = []
-    for line in open(path):
+    for line in lines(path):
         f = [x.strip() for x in line.split(",")]
         if len(f) >= 5:
             ios.append(("write" if f[2] == "1" else "read", int(f[4]) // lbs, int(f[1])))
@@ -111,7 +117,7 @@ def host_spans(commands_path, names=(SUBMIT, REAP)):
     """(op, lba): [(reap, io_submit entry to io_getevents return)] of the host commands that
     have every event of names, sorted by their reap"""
     spans = collections.defaultdict(list)
-    for line in open(commands_path):
+    for line in lines(commands_path):
         c = json.loads(line)
         ev = c["events"]
         if c.get("side") == "host" and all(n in ev for n in names):
