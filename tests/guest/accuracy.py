@@ -41,7 +41,8 @@ Asserts, and prints one line of figures:
 """
 import collections, json, sys
 
-from edges import STALL_NS, fio_job, fio_lat_log, host_spans, outside_span, split_stalled  # tests/guest/edges.py, beside this script
+# tests/guest/edges.py, beside this script
+from edges import STALL_NS, fio_job, fio_lat_log, host_spans, outside_span, split_stalled
 
 M = (1 << 64) - 1
 HOST_EVENTS = ["io_submit (entry)", "blkdev_read_iter/blkdev_write_iter", "block_bio_queue",

@@ -164,7 +164,7 @@ def own(fio_json, fio_lat_log_path, commands_path, lbs, edges_outs):
                       "fio_ios": len(fio_ios), "fio_joined": len(outside),
                       "fio_lat_us": statistics.fmean(x[0] for x in kept) / 1000.0,
                       "client_edges_us": e["edges_us"], "client_ios": len(ios),
-                      "client_joined": e["n"], "stalled": len(stalled) + e["stalled"]}))
+                      "client_joined": len(rows), "stalled": len(stalled) + e["stalled"]}))
 
 
 def main():

@@ -29,6 +29,22 @@ n=0
 bad=0
 edges=$(dirname "$NVMETRACE_BIN")/tests/aio_edges
 [ -x "$edges" ] || fail "no $edges (build the tool's tests)"
+
+# rec_start DIR WHAT RECORD-ARGS...: `nvmetrace record` into DIR/rec.ntr (its output in
+# DIR/record.out), in the background (pid in rec); returns once every hook is attached
+rec_start() {
+	local d=$1 what=$2
+	shift 2
+	"$NT" record "$@" --seed "$SEED" -o "$d/rec.ntr" >"$d/record.out" 2>&1 &
+	rec=$!
+	recorder_wait "$d/record.out" "$what" 180
+}
+# rec_stop DIR WHAT: stop it, and dump its commands into DIR/commands.jsonl
+rec_stop() {
+	kill -INT $rec
+	wait $rec || { cat "$1/record.out"; fail "$2: record failed"; }
+	"$NT" report --commands "$1/rec.ntr" >"$1/commands.jsonl" || fail "$2: report --commands failed"
+}
 for rw in randread randwrite; do
 	for bs in 4k 64k; do
 		b=$(numfmt --from=iec "${bs^^}")
@@ -39,9 +55,7 @@ for rw in randread randwrite; do
 		# span per I/O, less aio_edges' syscall edges. Those edges are the 1-of-1 edges below.
 		d=$RESULTS/own-$rw-$bs
 		mkdir -p "$d" "$RESULTS/edges-$rw-$bs-1of1"
-		"$NT" record -r host --dev "$dev" -s 1 --seed "$SEED" -o "$d/rec.ntr" >"$d/record.out" 2>&1 &
-		rec=$!
-		recorder_wait "$d/record.out" "fio's own time $rw $bs" 180
+		rec_start "$d" "fio's own time $rw $bs" -r host --dev "$dev" -s 1
 		"$edges" "/dev/$dev" "${rw#rand}" "$b" 5000 $((256 << 20)) 1 >"$d/aio_edges-1.out" ||
 			fail "aio_edges $rw $bs failed"
 		fio --name=own --filename="/dev/$dev" --ioengine=libaio --direct=1 --rw="$rw" --bs="$bs" \
@@ -50,10 +64,7 @@ for rw in randread randwrite; do
 			--output="$d/fio.json" >"$d/fio.log" 2>&1 || fail "fio's own time $rw $bs: fio failed"
 		"$edges" "/dev/$dev" "${rw#rand}" "$b" 5000 $((256 << 20)) 2 >"$d/aio_edges-2.out" ||
 			fail "aio_edges $rw $bs failed"
-		kill -INT $rec
-		wait $rec || { cat "$d/record.out"; fail "fio's own time $rw $bs: record failed"; }
-		"$NT" report --commands "$d/rec.ntr" >"$d/commands.jsonl" ||
-			fail "fio's own time $rw $bs: report --commands failed"
+		rec_stop "$d" "fio's own time $rw $bs"
 		cat "$d/aio_edges-1.out" "$d/aio_edges-2.out" >"$d/aio_edges.out"
 		own=$d/own.json
 		python3 "$NVMETRACE_SRC/tests/guest/edges.py" --own "$d/fio.json" "$d/fio_lat.1.log" \
@@ -70,15 +81,10 @@ for rw in randread randwrite; do
 				ln -sf "../own-$rw-$bs/aio_edges.out" "$d/aio_edges.out"
 				ln -sf "../own-$rw-$bs/commands.jsonl" "$d/commands.jsonl"
 			else
-				"$NT" record -r host -s "$s" --seed "$SEED" -o "$d/rec.ntr" >"$d/record.out" 2>&1 &
-				rec=$!
-				recorder_wait "$d/record.out" "edges $rw $bs 1-of-$s" 180
+				rec_start "$d" "edges $rw $bs 1-of-$s" -r host -s "$s"
 				"$edges" "/dev/$dev" "${rw#rand}" "$b" $((500 * s)) $((256 << 20)) "$s" \
 					>"$d/aio_edges.out" || fail "aio_edges $rw $bs failed"
-				kill -INT $rec
-				wait $rec || { cat "$d/record.out"; fail "edges $rw $bs: record failed"; }
-				"$NT" report --commands "$d/rec.ntr" >"$d/commands.jsonl" ||
-					fail "edges $rw $bs: report --commands failed"
+				rec_stop "$d" "edges $rw $bs 1-of-$s"
 			fi
 			python3 "$NVMETRACE_SRC/tests/guest/edges.py" "$d/aio_edges.out" "$d/commands.jsonl" \
 				"$lbs" --json >"$d/edges.json" || { cat "$d/edges.json"; fail "edges $rw $bs: no join"; }
@@ -90,21 +96,14 @@ for rw in randread randwrite; do
 				label="$rw-$bs-qd$qd-1of$s"
 				d=$RESULTS/$label
 				mkdir -p "$d"
-				"$NT" record -r host -r target -s "$s" --seed "$SEED" -o "$d/rec.ntr" \
-					>"$d/record.out" 2>&1 &
-				rec=$!
-				# every hook is attached once the recorder (or the module) says it records
-				recorder_wait "$d/record.out" "$label" 180
+				rec_start "$d" "$label" -r host -r target -s "$s"
 				fio --name="$label" --filename="/dev/$dev" --ioengine=libaio --direct=1 \
 					--rw="$rw" --bs="$bs" --iodepth="$qd" --size=256m --time_based \
 					--runtime="$SECS" --write_lat_log="$d/fio" --log_offset=1 --output-format=json \
 					--output="$d/fio.json" >"$d/fio.log" 2>&1 || fail "$label: fio failed"
 				sleep 0.2
-				kill -INT $rec
-				wait $rec || { cat "$d/record.out"; fail "$label: record failed"; }
+				rec_stop "$d" "$label"
 				"$NT" report --json "$d/rec.ntr" >"$d/report.json" || fail "$label: report failed"
-				"$NT" report --commands "$d/rec.ntr" >"$d/commands.jsonl" ||
-					fail "$label: report --commands failed"
 				python3 "$NVMETRACE_SRC/tests/guest/accuracy.py" "$label" "$d/fio.json" \
 					"$d/report.json" "$d/commands.jsonl" "$s" "$SEED" "$lbs" \
 					"$d/fio_lat.1.log" "$own" "$RESULTS/edges-$rw-$bs-1of$s/edges.json" |
