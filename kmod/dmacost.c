@@ -296,8 +296,9 @@ int nvmetrace_dma_cost(struct genl_info *info, u32 dev, u32 iters,
 	    nla_put_u8(msg, NVMETRACE_D_HAS_DMA, !!dma_dev))
 		goto out_unlock;
 	if (!dma_dev) {
-		if (nla_put_string(msg, NVMETRACE_D_NO_DMA_REASON,
-				   "no device above the disk does DMA: its transport moves the data itself (nvme-tcp, nvme-loop, null_blk) or it is a multipath head"))
+		err = nla_put_string(msg, NVMETRACE_D_NO_DMA_REASON,
+				     "no device above the disk does DMA: its transport moves the data itself (nvme-tcp, nvme-loop, null_blk) or it is a multipath head");
+		if (err)
 			goto out_unlock;
 		nla_nest_end(msg, nest);
 		err = 0;

@@ -6,12 +6,13 @@
  * Commands: GET_VERSION, GET_STATUS, START, STOP, GET_HOOKS (dump), POOL_GET
  * (pool.c) and DMA_COST (dmacost.c).
  *
- * Every command needs CAP_NET_ADMIN (GENL_ADMIN_PERM) and exists only in the
- * initial network namespace (.netnsok unset): the rings are global.  Every
- * request is strictly validated against nvmetrace_genl_policy: unknown or
- * reply-only attributes, wrong lengths, unknown NVMETRACE_A_FLAGS bits and
- * unknown roles are refused with -EINVAL (SAMPLE 0: -ERANGE) and an extack
- * message before any handler runs.  Nested attributes need NLA_F_NESTED.
+ * Every command needs CAP_NET_ADMIN (GENL_ADMIN_PERM); START, STOP and
+ * DMA_COST need CAP_SYS_ADMIN too, as /dev/nvmetrace does.  The family exists
+ * only in the initial network namespace (.netnsok unset): the rings are
+ * global.  Every request is strictly validated against nvmetrace_genl_policy:
+ * unknown or reply-only attributes, wrong lengths, unknown NVMETRACE_A_FLAGS
+ * bits and unknown roles are refused with -EINVAL (SAMPLE 0: -ERANGE) and an
+ * extack message before any handler runs.  Nested attributes need NLA_F_NESTED.
  *
  * Handlers run in process context and may sleep.  .parallel_ops is set, so
  * the genetlink core does not serialize them: START and STOP take
@@ -40,11 +41,11 @@ static const struct nla_policy nvmetrace_genl_layout_policy[NVMETRACE_L_MAX + 1]
 	[NVMETRACE_L_SQ_CTRL]		= NLA_POLICY_MAX(NLA_U32, 4095),
 	[NVMETRACE_L_SQ_QID]		= NLA_POLICY_MAX(NLA_U32, 4095),
 	[NVMETRACE_L_CTRL_CNTLID]	= NLA_POLICY_MAX(NLA_U32, 4095),
-	[NVMETRACE_L_TCP_QUEUE_REQUEST ... NVMETRACE_L_TCP_REQ_OFFSET] =
+	[NVMETRACE_L_TCP_QUEUE_REQUEST ... NVMETRACE_L_TCP_LAST] =
 		NLA_POLICY_MAX(NLA_U32, 4095),
 	[NVMETRACE_L_NVMET_TCP_BASE ... NVMETRACE_L_NVMET_TCP_LAST] =
 		NLA_POLICY_MAX(NLA_U32, 4095),
-	[NVMETRACE_L_RDMA_WC_WR_CQE ... NVMETRACE_L_RDMA_CTRL_TAG_SET] =
+	[NVMETRACE_L_RDMA_WC_WR_CQE ... NVMETRACE_L_RDMA_LAST] =
 		NLA_POLICY_MAX(NLA_U32, 4095),
 	[NVMETRACE_L_RDMAT_WC_WR_CQE ... NVMETRACE_L_RDMAT_RSP_REQ] =
 		NLA_POLICY_MAX(NLA_U32, 4095),
@@ -206,7 +207,7 @@ static int nvmetrace_genl_parse_layout(struct genl_info *info,
 {
 	struct nlattr *tb[NVMETRACE_L_MAX + 1];
 	u32 nvmet[NVMETRACE_L_CTRL_CNTLID - NVMETRACE_L_REQ_CMD + 1];
-	u32 tcp[NVMETRACE_L_TCP_REQ_OFFSET - NVMETRACE_L_TCP_QUEUE_REQUEST + 1];
+	u32 tcp[NVMETRACE_L_TCP_LAST - NVMETRACE_L_TCP_QUEUE_REQUEST + 1];
 	int err;
 
 	err = nla_parse_nested(tb, NVMETRACE_L_MAX, nest,
@@ -228,7 +229,7 @@ static int nvmetrace_genl_parse_layout(struct genl_info *info,
 	}
 	err = nvmetrace_genl_layout_group(info, nest, tb,
 					  NVMETRACE_L_TCP_QUEUE_REQUEST,
-					  NVMETRACE_L_TCP_REQ_OFFSET, tcp);
+					  NVMETRACE_L_TCP_LAST, tcp);
 	if (err < 0)
 		return err;
 	if (err) {
@@ -238,7 +239,7 @@ static int nvmetrace_genl_parse_layout(struct genl_info *info,
 	}
 	err = nvmetrace_genl_layout_group(info, nest, tb,
 					  NVMETRACE_L_RDMA_WC_WR_CQE,
-					  NVMETRACE_L_RDMA_CTRL_TAG_SET,
+					  NVMETRACE_L_RDMA_LAST,
 					  l->rdma.off);
 	if (err < 0)
 		return err;
@@ -298,11 +299,28 @@ static int nvmetrace_genl_parse_config(struct genl_info *info,
 	return 0;
 }
 
+/*
+ * START, STOP and DMA_COST change what the kernel does (hooks, a recording
+ * another user may own, a device opened for DMA) and what /dev/nvmetrace
+ * serves: they need CAP_SYS_ADMIN as the device does, not only the
+ * CAP_NET_ADMIN of GENL_ADMIN_PERM.
+ */
+static bool nvmetrace_genl_sys_admin(struct sk_buff *skb, struct genl_info *info)
+{
+	if (netlink_capable(skb, CAP_SYS_ADMIN))
+		return true;
+	NL_SET_ERR_MSG(info->extack, "needs CAP_SYS_ADMIN (as /dev/nvmetrace does)");
+	return false;
+}
+
 static int nvmetrace_genl_start(struct sk_buff *skb, struct genl_info *info)
 {
 	struct nvmetrace_config cfg;
 	u32 state;
 	int err;
+
+	if (!nvmetrace_genl_sys_admin(skb, info))
+		return -EPERM;
 
 	err = nvmetrace_genl_parse_config(info, &cfg);
 	if (err)
@@ -346,6 +364,8 @@ static u32 nvmetrace_genl_do_stop(void)
 /* STOP when idle is not an error: the caller wants IDLE and gets it. */
 static int nvmetrace_genl_stop(struct sk_buff *skb, struct genl_info *info)
 {
+	if (!nvmetrace_genl_sys_admin(skb, info))
+		return -EPERM;
 	return nvmetrace_genl_reply_state(info, nvmetrace_genl_do_stop());
 }
 
@@ -405,6 +425,9 @@ static int nvmetrace_genl_dma_cost(struct sk_buff *skb, struct genl_info *info)
 	struct sk_buff *msg;
 	void *hdr;
 	int err;
+
+	if (!nvmetrace_genl_sys_admin(skb, info))
+		return -EPERM;
 
 	if (GENL_REQ_ATTR_CHECK(info, NVMETRACE_A_DEV))
 		return -EINVAL;

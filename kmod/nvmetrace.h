@@ -7,8 +7,12 @@
  *   ring.c      per-CPU rings: allocation, counters (producer: inline below)
  *   chardev.c   /dev/nvmetrace: mmap of one ring per possible CPU
  *   netlink.c   generic netlink family: version, status, start/stop, hooks
- *   hooks.c     attaching to tracepoints/kprobes (the only part that knows
- *               about NVMe); calls the producer below from its probes
+ *   hooks.c     the attach core: the hook table, attaching to tracepoints,
+ *               ftrace and kprobes, start/stop, the hook dump
+ *   probes/     one file per probed subsystem (the only part that knows
+ *               about NVMe), sharing probes/probe.h; calls the producer
+ *               below from its probes
+ *   layout.c    plausibility checks of the private layouts START carries
  *   pool.c      the premapped-buffer test pool (large folios, mmap)
  *   dmacost.c   DMA map/unmap cost of a block device's DMA device
  *   compat.h    every kernel-version difference
@@ -57,7 +61,7 @@
 
 struct nvmetrace_tcp_layout {
 	bool valid;
-	u32 off[NVMETRACE_L_TCP_REQ_OFFSET - NVMETRACE_L_TCP_QUEUE_REQUEST + 1];
+	u32 off[NVMETRACE_L_TCP_LAST - NVMETRACE_L_TCP_QUEUE_REQUEST + 1];
 };
 
 /*
@@ -71,7 +75,7 @@ struct nvmetrace_tcp_layout {
 
 struct nvmetrace_rdma_layout {
 	bool valid;
-	u32 off[NVMETRACE_L_RDMA_CTRL_TAG_SET - NVMETRACE_L_RDMA_WC_WR_CQE + 1];
+	u32 off[NVMETRACE_L_RDMA_LAST - NVMETRACE_L_RDMA_WC_WR_CQE + 1];
 };
 
 struct nvmetrace_rdmat_layout {
@@ -171,6 +175,7 @@ struct nvmetrace_pool_stats {
 	s32 nid;
 	u32 mappings;
 };
+
 int nvmetrace_pool_init(void);
 void nvmetrace_pool_exit(void);
 int nvmetrace_pool_mmap(struct file *file, struct vm_area_struct *vma);
@@ -223,6 +228,14 @@ int nvmetrace_hooks_start(const struct nvmetrace_config *cfg,
 			  struct netlink_ext_ack *extack);
 void nvmetrace_hooks_stop(void);
 int nvmetrace_hooks_dump(struct sk_buff *skb, struct netlink_callback *cb);
+
+/*
+ * layout.c — START's layouts (netlink.c parsed them): 0 when every group it
+ * carries is plausible and the target role has nvmet's; else an error, its
+ * reason in extack.  Process context.
+ */
+int nvmetrace_layout_check(const struct nvmetrace_config *cfg,
+			   struct netlink_ext_ack *extack);
 
 /*
  * ftrace_hook.c: function-entry hooks through one shared ftrace_ops, whose

@@ -44,7 +44,8 @@
 #include "nvmetrace.h"
 
 #define NVMETRACE_POOL_BUF_KB_MIN	(PAGE_SIZE / 1024)
-#define NVMETRACE_POOL_BUF_KB_MAX	4096		/* order 10, a MAX_ORDER both kernels allow */
+/* order 10, a MAX_ORDER both kernels allow */
+#define NVMETRACE_POOL_BUF_KB_MAX	4096
 #define NVMETRACE_POOL_NR_MAX		65536
 
 static unsigned int pool_buf_kb = 2048;

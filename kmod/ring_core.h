@@ -4,8 +4,9 @@
  *
  * This file is compiled three ways: into the module (kmod/ring.c), into the
  * KUnit suite nvmetrace_ring (kmod/ring_test.c), and into user space (the
- * tool's reader and its GoogleTest, user/src/ring_reader.cc), so it uses only
- * the UAPI types and four ordering primitives that the includer defines:
+ * tool's reader and its GoogleTest, user/src/kernel/ring_reader.cc), so it
+ * uses only the UAPI types and four ordering primitives that the includer
+ * defines:
  *
  *   NVMETRACE_LOAD_ACQUIRE(p)      kernel: smp_load_acquire(p)
  *   NVMETRACE_STORE_RELEASE(p, v)  kernel: smp_store_release(p, v)

@@ -2,8 +2,8 @@
 /*
  * sample_core.h — which commands nvmetrace samples.
  *
- * Compiled into the module (hooks.c), the KUnit suite nvmetrace_sampling
- * (sampling_test.c) and the tool (user/src/sampling.h), so host, target and
+ * Compiled into the module (probes/probe.h), the KUnit suite nvmetrace_sampling
+ * (sampling_test.c) and the tool (user/src/analysis/sampling.h), so host, target and
  * the analysis agree bit for bit.
  *
  * A command is sampled at 1 of N when mix(lba ^ seed) <= U64_MAX / N (every

@@ -67,6 +67,7 @@ static struct kunit_suite nvmetrace_sampling_suite = {
 	.name = "nvmetrace_sampling",
 	.test_cases = nvmetrace_sampling_cases,
 };
+
 kunit_test_suite(nvmetrace_sampling_suite);
 
 MODULE_LICENSE("GPL");

@@ -22,7 +22,7 @@
 
 #include <linux/types.h>
 
-#define NVMETRACE_ABI_VERSION		1
+#define NVMETRACE_ABI_VERSION		2
 #define NVMETRACE_DEVICE_NAME		"nvmetrace"	/* /dev/nvmetrace */
 #define NVMETRACE_GENL_NAME		"nvmetrace"
 #define NVMETRACE_GENL_VERSION		1
@@ -114,7 +114,7 @@ enum nvmetrace_event {
 	NVMETRACE_EV_NVMET_COMPLETE	= 35,	/* nvmet_req_complete */
 
 	/*
-	 * nvme-tcp host (kmod/hooks.c has the details).  Several H2C sends,
+	 * nvme-tcp host (kmod/probes/nvme_tcp.c has the details).  Several H2C sends,
 	 * R2Ts and C2H PDUs may be recorded for one command.
 	 */
 	NVMETRACE_EV_TCP_CMD_SEND	= 64,	/* command PDU handed to the socket */
@@ -124,7 +124,7 @@ enum nvmetrace_event {
 	NVMETRACE_EV_TCP_RSP_RECV	= 68,	/* response capsule received */
 
 	/*
-	 * nvmet-tcp target (kmod/hooks.c, "nvmet-tcp target").  All of them
+	 * nvmet-tcp target (kmod/probes/nvmet_tcp.c).  All of them
 	 * come before nvmet_bdev_execute_rw: nvmet-tcp's send side after
 	 * nvmet_req_complete has no function of its own in both kernels.
 	 */
@@ -134,7 +134,7 @@ enum nvmetrace_event {
 	NVMETRACE_EV_TCPT_DATA_RECV	= 99,	/* in-capsule data follows; aux: its length */
 
 	/*
-	 * nvme-rdma host (kmod/hooks_rdma.c).  The send completion may come
+	 * nvme-rdma host (kmod/probes/nvme_rdma.c).  The send completion may come
 	 * before or after the response.
 	 */
 	NVMETRACE_EV_RDMA_POST_SEND	= 128,	/* command capsule posted (nvme_rdma_post_send) */
@@ -142,7 +142,7 @@ enum nvmetrace_event {
 	NVMETRACE_EV_RDMA_RECV_DONE	= 130,	/* response received (nvme_rdma_recv_done) */
 	NVMETRACE_EV_RDMA_COMPLETE	= 131,	/* nvme_rdma_complete_rq */
 
-	/* nvmet-rdma target (kmod/hooks_rdma.c) */
+	/* nvmet-rdma target (kmod/probes/nvmet_rdma.c) */
 	NVMETRACE_EV_RDMAT_RECV		= 160,	/* command capsule received (nvmet_rdma_recv_done) */
 	NVMETRACE_EV_RDMAT_READ_DONE	= 161,	/* RDMA READ of a write's data done */
 	NVMETRACE_EV_RDMAT_RSP_POST	= 162,	/* response (RDMA WRITE of read data + SEND) posted */
@@ -306,6 +306,9 @@ enum nvmetrace_layout_attr {
 	NVMETRACE_L_TCP_REQ_LENTRY,	/* .lentry (llist_node) */
 	NVMETRACE_L_TCP_REQ_STATE,	/* .state (enum, 4 bytes) */
 	NVMETRACE_L_TCP_REQ_OFFSET,	/* .offset (size_t) */
+	NVMETRACE_L_TCP_REQ_QUEUE,	/* .queue (struct nvme_tcp_queue *) */
+	NVMETRACE_L_TCP_NVME_REQ_GENCTR, /* struct nvme_request.genctr (u8) */
+	NVMETRACE_L_TCP_LAST		= NVMETRACE_L_TCP_NVME_REQ_GENCTR,
 
 	/* further groups start at fixed numbers */
 	NVMETRACE_L_NVMET_TCP_BASE	= 64,	/* nvmet-tcp target group */
@@ -340,6 +343,8 @@ enum nvmetrace_layout_attr {
 	NVMETRACE_L_RDMA_QUEUE_SIZE,	/* sizeof(struct nvme_rdma_queue) */
 	NVMETRACE_L_RDMA_CTRL_QUEUES,	/* struct nvme_rdma_ctrl.queues */
 	NVMETRACE_L_RDMA_CTRL_TAG_SET,	/* struct nvme_rdma_ctrl.tag_set */
+	NVMETRACE_L_RDMA_NVME_REQ_GENCTR, /* struct nvme_request.genctr (u8) */
+	NVMETRACE_L_RDMA_LAST		= NVMETRACE_L_RDMA_NVME_REQ_GENCTR,
 
 	NVMETRACE_L_NVMET_RDMA_BASE	= 128,	/* nvmet-rdma target group */
 
@@ -486,6 +491,17 @@ enum nvmetrace_hook_state {
 	NVMETRACE_HOOK_WAITING		= 2,	/* its module is not loaded (yet) */
 	NVMETRACE_HOOK_ABSENT		= 3,	/* this kernel does not have it */
 	NVMETRACE_HOOK_FAILED		= 4,	/* attach failed: see HOOK_ERROR */
+	/*
+	 * A hook on a function this kernel inlined (it is absent by design);
+	 * its stand-in, a hook on the function it was inlined into, records
+	 * its events instead.
+	 */
+	NVMETRACE_HOOK_INLINED		= 5,
+	/*
+	 * A stand-in not attached: every hook it stands in for is attached, so
+	 * it has nothing to record.
+	 */
+	NVMETRACE_HOOK_SPARE		= 6,
 };
 
 /* ------------------------------------------------------- size checks */
