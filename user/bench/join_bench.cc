@@ -8,7 +8,7 @@
 // $NVMETRACE_BENCH_DIR (default build/bench-join) and reused.
 //
 //   join_bench [--benchmark_filter=...]   NVMETRACE_JOIN_COMMANDS=N (10000000)
-#include "join.h"
+#include "analysis/join.h"
 #include "synth.h"
 
 #include <sys/resource.h>

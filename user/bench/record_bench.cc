@@ -18,14 +18,14 @@
 //
 // NVMETRACE_RECORD_BENCH_OUT=FILE writes the recording there (default
 // /dev/null: the file system's cost is the kernel's, not the recorder's).
-#include "analysis.h"
-#include "devices.h"
-#include "memfd_rings.h"
-#include "recfile.h"
-#include "record.h"
-#include "report.h"
-#include "ring_reader.h"
-#include "stats.h"
+#include "analysis/assembler.h"
+#include "analysis/stats.h"
+#include "cmd/record.h"
+#include "format/recfile.h"
+#include "kernel/devices.h"
+#include "kernel/memfd_rings.h"
+#include "kernel/ring_reader.h"
+#include "report/printer.h"
 #include "synth.h"
 
 #include <sys/mman.h>
@@ -80,7 +80,7 @@ struct Recorder {
           stats(table, {.sample_n = 1, .interval_ns = live ? 1'000'000'000ull : 0},
                 [this](const Interval& iv) { live_chars += live_rows(iv).size(); }),
           assembler(table, [this](const Command& c) { stats.add(c); }),
-          loop(reader, writer, live ? &assembler : nullptr) {
+          loop(reader, &writer, live ? &assembler : nullptr) {
         devices_from_json(synth::TcpLoopback::devices(), table);
         interval = live;
     }

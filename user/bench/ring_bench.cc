@@ -1,6 +1,6 @@
 // Cost of ring_core.h's halves in user space: reserve+commit per record (the
 // hook's cost, minus the kernel's irq save/restore) and consume per batch.
-#include "ring_barrier.h"
+#include "kernel/ring_barrier.h"
 
 #include <stdlib.h>
 #include <string.h>

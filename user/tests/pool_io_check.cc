@@ -10,7 +10,7 @@
 // then unregisters, unmaps and checks the mapping count is back to 0.
 // Run by tests/guest/scenarios/70-pool.sh as root with the module loaded with
 // a pool.  Exit 0 = pass, 1 = fail, 77 = skip (no pool).
-#include "genl.h"
+#include "kernel/genl.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -10,9 +10,10 @@
 // jitter), uniformly.
 #pragma once
 
-#include "analysis.h"
-#include "recfile.h"
-#include "sampling.h"
+#include "analysis/components.h"
+#include "analysis/join.h"
+#include "analysis/sampling.h"
+#include "format/recfile.h"
 
 #include <linux/nvmetrace.h>
 

@@ -1,0 +1,434 @@
+#include "analysis/assembler.h"
+
+#include "analysis/components.h"
+
+#include <algorithm>
+#include <bit>
+#include <queue>
+#include <tuple>
+
+namespace nvmetrace {
+
+namespace {
+
+constexpr uint16_t kNoTag = 0xffff;  // (u16)BLK_MQ_NO_TAG: no driver tag yet
+
+Op rec_op(const nvmetrace_rec& r) {
+    return (r.flags & NVMETRACE_REC_WRITE) ? Op::write : Op::read;
+}
+
+uint64_t host_key(const nvmetrace_rec& r) {
+    return uint64_t{r.dev} << 32 | uint64_t{r.qid} << 16 | r.tag;
+}
+
+uint64_t target_key(const nvmetrace_rec& r) {
+    return uint64_t{r.cntlid} << 32 | uint64_t{r.qid} << 16 | r.cid;
+}
+
+// A record of `ev` for a command that already has the events up to
+// f.max_rank: out of its order (the key was reused) if its rank is not above
+// them, or, for an unordered event, if the command has it already.
+template <typename InFlight>
+bool out_of_order(const InFlight& f, const EventDef& ev, int slot) {
+    if (ev.unordered)
+        return f.cmd.has(slot);
+    return ev.rank <= f.max_rank;
+}
+
+// Whether a command that has reached its view's last required event still
+// waits for a trailing one (EventDef::ends_at).
+bool awaits_trailing(const Command& c) {
+    for (uint32_t m = c.present; m; m &= m - 1) {
+        const EventDef& ev = kEvents[std::countr_zero(m)];
+        if (ev.ends_at && !c.has(event_slot(ev.ends_at)))
+            return true;
+    }
+    return false;
+}
+
+}  // namespace
+
+uint64_t Command::first_ts() const {
+    uint64_t t = UINT64_MAX;
+    for (uint32_t m = present; m; m &= m - 1)
+        t = std::min(t, ts[std::countr_zero(m)]);
+    return present ? t : 0;
+}
+
+uint64_t Command::last_ts() const {
+    uint64_t t = 0;
+    for (uint32_t m = present; m; m &= m - 1)
+        t = std::max(t, ts[std::countr_zero(m)]);
+    return t;
+}
+
+// ----------------------------------------------------------------- assembler
+
+size_t Assembler::WaitKeyHash::operator()(const WaitKey& k) const {
+    uint64_t h = k.lba * 0x9e3779b97f4a7c15ull;
+    h ^= (uint64_t{k.dev} << 16 | uint64_t{k.op} << 8 | k.kind) * 0xbf58476d1ce4e5b9ull;
+    return static_cast<size_t>(h ^ (h >> 29));
+}
+
+Assembler::Assembler(const DeviceTable& devices, Sink sink, uint64_t bio_horizon_ns)
+    : devices_(devices), sink_(std::move(sink)), bio_horizon_ns_(bio_horizon_ns) {
+    const ViewEnds h = required_ends_of(View::host_only), t = required_ends_of(View::target_only);
+    host_ends_ = {h.first, h.last};
+    target_ends_ = {t.first, t.last};
+}
+
+void Assembler::push(const nvmetrace_rec& rec) {
+    if (counts_.first_ts == 0 && counts_.last_ts == 0)
+        counts_.first_ts = rec.ts;
+    if (rec.ts < counts_.last_ts)
+        counts_.records_out_of_order++;
+    else
+        counts_.last_ts = rec.ts;
+
+    int slot = event_slot(rec.event);
+    if (slot < 0) {
+        counts_.records_unknown++;
+        return;
+    }
+    if (kEvents[slot].side == Side::target) {
+        counts_.records_target++;
+        push_target(rec, slot);
+        return;
+    }
+    counts_.records_host++;
+    expire_waiting(rec.ts);
+    expire_tail(rec.ts);
+    auto op = static_cast<uint8_t>(rec_op(rec));
+    if (rec.event == NVMETRACE_EV_FILE_SUBMIT) {
+        push_waiting(rec, WaitKey{rec.lba, devices_.head(rec.dev), op, 2});
+    } else if (rec.event == NVMETRACE_EV_AIO_COMPLETE) {
+        push_aio_complete(rec, slot);
+    } else if (rec.event == NVMETRACE_EV_AIO_REAP) {
+        push_aio_reap(rec, slot);
+    } else if (rec.event == NVMETRACE_EV_BIO_QUEUE) {
+        WaitKey key{rec.lba, devices_.head(rec.dev), op, 0};
+        // NVMe multipath: the bio is queued on the head disk, then again on
+        // the path disk it is sent to.  Keep the head's (the earliest).
+        if (key.dev != rec.dev) {
+            auto it = waiting_.find(key);
+            if (it != waiting_.end() && !it->second.empty()) {
+                counts_.multipath_duplicates++;
+                return;
+            }
+        }
+        push_waiting(rec, key);
+    } else if (rec.event == NVMETRACE_EV_RQ_INSERT && rec.tag == kNoTag) {
+        // Inserted into the I/O scheduler before it has a driver tag.
+        push_waiting(rec, WaitKey{rec.lba, rec.dev, op, 1});
+    } else {
+        push_host_rq(rec, slot);
+    }
+}
+
+void Assembler::push_waiting(const nvmetrace_rec& rec, const WaitKey& key) {
+    Waiting w{next_wait_id_++, rec.ts, rec.len, rec.aux};
+    waiting_[key].push_back(w);
+    wait_order_.emplace_back(key, w);
+    waiting_count_++;
+}
+
+bool Assembler::take_waiting(const WaitKey& key, Waiting* out) {
+    auto it = waiting_.find(key);
+    if (it == waiting_.end())
+        return false;
+    *out = it->second.front();
+    it->second.pop_front();
+    if (it->second.empty())
+        waiting_.erase(it);
+    waiting_count_--;
+    return true;
+}
+
+// Drops the order entries of records already taken, and the records that
+// waited longer than the horizon.  Amortized O(1) per record.
+void Assembler::expire_waiting(uint64_t now) {
+    while (!wait_order_.empty()) {
+        const auto& [key, w] = wait_order_.front();
+        auto it = waiting_.find(key);
+        bool taken = it == waiting_.end() || it->second.front().id != w.id;
+        if (!taken) {
+            if (w.ts + bio_horizon_ns_ >= now)
+                break;
+            (key.kind == 0   ? counts_.bios_unmatched
+             : key.kind == 1 ? counts_.inserts_unmatched
+                             : counts_.user_unmatched)++;
+            it->second.pop_front();
+            if (it->second.empty())
+                waiting_.erase(it);
+            waiting_count_--;
+        }
+        wait_order_.pop_front();
+    }
+}
+
+void Assembler::push_host_rq(const nvmetrace_rec& rec, int slot) {
+    const EventDef& ev = kEvents[slot];
+    auto [it, fresh] = host_.try_emplace(host_key(rec));
+    InFlight& f = it->second;
+    if (!fresh && ev.repeats && f.cmd.has(slot) && f.cmd.lba == rec.lba) {
+        counts_.repeats++;  // another R2T, H2C or C2H PDU: the first one counts
+        return;
+    }
+    if (!fresh && (f.cmd.lba != rec.lba || out_of_order(f, ev, slot))) {
+        // The tag was reused: the command before lost its last records.
+        counts_.lost_end++;
+        fresh = true;
+    }
+    if (fresh) {
+        f = InFlight{};
+        Command& c = f.cmd;
+        c.side = Side::host;
+        c.op = rec_op(rec);
+        c.lba = rec.lba;
+        c.size = rec.len;
+        c.len_flags = rec.flags;
+        c.dev = devices_.head(rec.dev);
+        c.cntlid = devices_.cntlid(rec.dev);
+        if (rec.flags & NVMETRACE_REC_HAS_QID)
+            c.qid = rec.qid;
+        auto op = static_cast<uint8_t>(c.op);
+        Waiting w;
+        if (take_waiting(WaitKey{rec.lba, rec.dev, op, 1}, &w)) {
+            int s = event_slot(NVMETRACE_EV_RQ_INSERT);
+            c.ts[s] = w.ts;
+            c.present |= 1u << s;
+            f.max_rank = kEvents[s].rank;
+        }
+        if (take_waiting(WaitKey{rec.lba, c.dev, op, 0}, &w)) {
+            int s = event_slot(NVMETRACE_EV_BIO_QUEUE);
+            c.ts[s] = w.ts;
+            c.present |= 1u << s;
+            // the file submission came before its bio
+            if (take_waiting(WaitKey{rec.lba, c.dev, op, 2}, &w)) {
+                int fs = event_slot(NVMETRACE_EV_FILE_SUBMIT);
+                c.ts[fs] = w.ts;
+                c.present |= 1u << fs;
+                c.pid = NVMETRACE_UAUX_PID(w.aux);
+                uint64_t since = NVMETRACE_UAUX_HI(w.aux);
+                if (since && since <= w.ts) {
+                    int ss = event_slot(NVMETRACE_EV_SYSCALL_SUBMIT);
+                    c.ts[ss] = w.ts - since;
+                    c.present |= 1u << ss;
+                }
+            }
+        }
+    }
+    Command& c = f.cmd;
+    c.ts[slot] = rec.ts;
+    c.present |= 1u << slot;
+    if (rec.flags & NVMETRACE_REC_PASSTHRU)
+        c.passthru = true;
+    if (!ev.unordered)
+        f.max_rank = std::max(f.max_rank, ev.rank);
+    if (rec.event == NVMETRACE_EV_NVME_SETUP) {
+        c.nsid = static_cast<uint32_t>(rec.aux);
+        if (rec.flags & NVMETRACE_REC_HAS_CID) {
+            c.cid = rec.cid;
+            c.has_cid = true;
+        }
+        if (rec.flags & NVMETRACE_REC_HAS_QID)
+            c.qid = rec.qid;
+    }
+    if (slot == host_ends_[1]) {
+        c.status = rec.aux;
+        if (c.has(event_slot(NVMETRACE_EV_FILE_SUBMIT)))
+            hold_for_user(c);
+        else
+            emit(c);
+        host_.erase(it);
+    }
+}
+
+void Assembler::push_target(const nvmetrace_rec& rec, int slot) {
+    const EventDef& ev = kEvents[slot];
+    auto [it, fresh] = target_.try_emplace(target_key(rec));
+    InFlight& f = it->second;
+    if (!fresh && ev.repeats && f.cmd.has(slot) && f.cmd.lba == rec.lba) {
+        counts_.repeats++;
+        return;
+    }
+    if (!fresh && (f.cmd.lba != rec.lba || out_of_order(f, ev, slot))) {
+        // The key was reused.  A command that had reached nvmet_req_complete
+        // and waited only for a trailing event (ends_at) is done as it is.
+        if (f.cmd.has(target_ends_[1]))
+            emit(f.cmd);
+        else
+            counts_.lost_end++;
+        fresh = true;
+    }
+    if (fresh) {
+        f = InFlight{};
+        Command& c = f.cmd;
+        c.side = Side::target;
+        c.op = rec_op(rec);
+        c.lba = rec.lba;
+        c.size = rec.len;
+        c.len_flags = rec.flags;
+        c.qid = rec.qid;
+        c.cid = rec.cid;
+        c.cntlid = rec.cntlid;
+        c.has_cid = true;
+    }
+    Command& c = f.cmd;
+    if (ev.ts_in_aux) {
+        // noted before the side's first event; later: another PDU's arrival
+        const int first = target_ends_[0];
+        if (!c.has(first) || rec.aux > c.at(first)) {
+            counts_.late_times++;
+            f.max_rank = std::max(f.max_rank, ev.rank);
+            return;
+        }
+        c.ts[slot] = rec.aux;
+    } else {
+        c.ts[slot] = rec.ts;
+    }
+    c.present |= 1u << slot;
+    if (!ev.unordered)
+        f.max_rank = std::max(f.max_rank, ev.rank);
+    if (rec.event == NVMETRACE_EV_NVMET_INIT)
+        c.nsid = static_cast<uint32_t>(rec.aux);
+    const int last = target_ends_[1];
+    if (slot == last)
+        c.status = rec.aux;
+    if (c.has(last) && !awaits_trailing(c)) {
+        emit(c);
+        target_.erase(it);
+    }
+}
+
+void Assembler::emit(Command& c) {
+    // a passthrough command has no bio: it starts at nvme_setup_cmd
+    const int first = c.side == Side::target ? target_ends_[0]
+                      : c.passthru           ? event_slot(NVMETRACE_EV_NVME_SETUP)
+                                             : host_ends_[0];
+    if (!c.has(first)) {
+        counts_.cut_start++;
+        return;
+    }
+    if (c.len_flags & kRecLenBlocks) {
+        uint32_t bs = devices_.target_block_size(c.nsid);
+        if (bs)
+            c.size *= bs;
+        else
+            c.size_in_blocks = true;
+    }
+    counts_.complete++;
+    sink_(c);
+}
+
+void Assembler::finish() {
+    // held commands are complete at the block layer: hand them on as they are
+    expire_tail(UINT64_MAX);
+    counts_.cut_end += host_.size();
+    // target commands that waited only for a trailing event are done as they are
+    for (auto& [key, f] : target_) {
+        if (f.cmd.has(target_ends_[1]))
+            emit(f.cmd);
+        else
+            counts_.cut_end++;
+    }
+    host_.clear();
+    target_.clear();
+    for (const auto& [key, q] : waiting_)
+        (key.kind == 0   ? counts_.bios_unmatched
+         : key.kind == 1 ? counts_.inserts_unmatched
+                         : counts_.user_unmatched) += q.size();
+    waiting_.clear();
+    wait_order_.clear();
+    waiting_count_ = 0;
+}
+
+// How long a command past block_rq_complete waits for its aio completion
+// and its reap (both normally follow within microseconds).
+constexpr uint64_t kUserHorizonNs = 1'000'000'000ull;
+
+void Assembler::hold_for_user(Command& c) {
+    uint64_t id = next_tail_id_++;
+    tail_by_key_[WaitKey{c.lba, c.dev, static_cast<uint8_t>(c.op), 3}].push_back(id);
+    tail_order_.emplace_back(c.at(event_slot(NVMETRACE_EV_RQ_COMPLETE)), id);
+    tail_cmds_.emplace(id, c);
+}
+
+void Assembler::push_aio_complete(const nvmetrace_rec& rec, int slot) {
+    const WaitKey key{rec.lba, devices_.head(rec.dev), static_cast<uint8_t>(rec_op(rec)), 3};
+    uint64_t id;
+    if (!take_tail(key, &id)) {
+        counts_.user_unmatched++;
+        return;
+    }
+    Command& c = tail_cmds_.at(id);
+    c.ts[slot] = rec.ts;
+    c.present |= 1u << slot;
+    tail_by_key_[WaitKey{key.lba, key.dev, key.op, 4}].push_back(id);
+}
+
+// io_getevents() handed this command's event to user space: the module
+// knows which by the iocb the event names (kmod/probes/aio.c).
+void Assembler::push_aio_reap(const nvmetrace_rec& rec, int slot) {
+    const WaitKey key{rec.lba, devices_.head(rec.dev), static_cast<uint8_t>(rec_op(rec)), 4};
+    uint64_t id;
+    if (!take_tail(key, &id)) {
+        counts_.user_unmatched++;
+        return;
+    }
+    auto c = tail_cmds_.find(id);
+    c->second.ts[slot] = rec.ts;
+    c->second.present |= 1u << slot;
+    emit(c->second);
+    tail_cmds_.erase(c);
+}
+
+// The oldest held command under key that is still held.
+bool Assembler::take_tail(const WaitKey& key, uint64_t* id) {
+    auto it = tail_by_key_.find(key);
+    if (it == tail_by_key_.end())
+        return false;
+    bool found = false;
+    while (!it->second.empty() && !found) {
+        *id = it->second.front();
+        it->second.pop_front();
+        found = tail_cmds_.count(*id) != 0;  // else handed on already (expired)
+    }
+    if (it->second.empty())
+        tail_by_key_.erase(it);
+    return found;
+}
+
+void Assembler::expire_tail(uint64_t now) {
+    while (!tail_order_.empty()) {
+        auto [ts, id] = tail_order_.front();
+        if (now != UINT64_MAX && ts + kUserHorizonNs >= now)
+            break;
+        tail_order_.pop_front();
+        auto c = tail_cmds_.find(id);
+        if (c == tail_cmds_.end())
+            continue;
+        emit(c->second);
+        tail_cmds_.erase(c);
+    }
+    if (tail_cmds_.empty())
+        tail_by_key_.clear();
+}
+
+void merge_by_ts(std::span<const std::span<const nvmetrace_rec>> streams,
+                 const std::function<void(const nvmetrace_rec&)>& sink) {
+    using Head = std::tuple<uint64_t, size_t, size_t>;  // ts, stream, index
+    std::priority_queue<Head, std::vector<Head>, std::greater<>> heads;
+    for (size_t s = 0; s < streams.size(); s++)
+        if (!streams[s].empty())
+            heads.emplace(streams[s][0].ts, s, 0);
+    while (!heads.empty()) {
+        auto [ts, s, i] = heads.top();
+        heads.pop();
+        sink(streams[s][i]);
+        if (i + 1 < streams[s].size())
+            heads.emplace(streams[s][i + 1].ts, s, i + 1);
+    }
+}
+
+}  // namespace nvmetrace

@@ -1,0 +1,207 @@
+// From records to commands, and from commands to components.
+//
+// The module writes one record per hook firing (kmod/probes/); this file puts
+// them back together.  An Assembler takes the records of one machine, merged
+// by timestamp, one at a time, and hands each finished command to a sink: its
+// op, size, group key and the timestamp of every event that was recorded for
+// it.  Its memory is bounded by the commands in flight plus the bios waiting
+// for their request, never by the length of the recording.
+#pragma once
+
+#include "analysis/device_table.h"
+#include "analysis/events.h"
+
+#include <linux/nvmetrace.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <array>
+#include <deque>
+#include <functional>
+#include <span>
+#include <unordered_map>
+#include <vector>
+
+namespace nvmetrace {
+
+// One finished command.
+struct Command {
+    Side side = Side::host;
+    Op op = Op::read;
+    uint64_t lba = 0;
+    uint64_t size = 0;            // bytes, or blocks when size_in_blocks
+    bool size_in_blocks = false;  // target record in blocks, block size unknown
+    uint8_t len_flags = 0;        // flags of the record that gave the size
+    uint32_t dev = 0;             // host: the head disk; target: 0
+    uint32_t pid = 0;             // host: the submitting thread (with a file submission)
+    uint32_t nsid = 0;            // target: from nvmet_req_init; host: from nvme_setup_cmd
+    uint64_t status = 0;          // block status (host) or NVMe status (target); 0: success
+    uint16_t qid = 0;             // NVMe queue id (host: hctx + 1; target: the sq's)
+    uint16_t cid = 0;             // NVMe command id, valid with has_cid
+    uint16_t cntlid = 0;          // controller id (target: recorded; host: its disk's, from the
+                                  // recording's devices; 0: unknown)
+    uint16_t origin = 0;          // which host recording (several hosts in one report)
+    bool has_cid = false;         // host: nvme_setup_cmd was recorded; target: always
+    bool passthru = false;        // host: a passthrough command (no bio; starts at the setup)
+    uint32_t present = 0;         // bit per slot of kEvents
+    std::array<uint64_t, kMaxEvents> ts{};  // by slot, valid where present
+
+    bool has(int slot) const { return slot >= 0 && (present >> slot & 1u); }
+    uint64_t at(int slot) const { return ts[static_cast<size_t>(slot)]; }
+    uint64_t first_ts() const;
+    uint64_t last_ts() const;
+};
+
+// What the Assembler saw, for the report's notes.
+struct AssemblyCounts {
+    uint64_t records_host = 0;
+    uint64_t records_target = 0;
+    uint64_t records_unknown = 0;        // events this build does not know (ignored)
+    uint64_t records_out_of_order = 0;   // ts before the previous record's
+    uint64_t complete = 0;               // commands handed to the sink
+    uint64_t cut_start = 0;              // no first event (recording began mid-command,
+                                         // or the record was lost)
+    uint64_t cut_end = 0;                // still in flight at the end of the recording
+    uint64_t lost_end = 0;               // its key was reused before its last event
+    uint64_t bios_unmatched = 0;         // block_bio_queue never followed by its request
+                                         // (merged into another request, or lost)
+    uint64_t inserts_unmatched = 0;      // untagged block_rq_insert never followed by its request
+    uint64_t multipath_duplicates = 0;   // path-disk block_bio_queue of a head bio
+    uint64_t repeats = 0;                // further records of a repeating event (EventDef)
+    uint64_t user_unmatched = 0;         // aio completions or file submissions without
+                                         // their command (lost records, other I/O)
+    uint64_t late_times = 0;             // ts_in_aux events dropped: time after the first event
+    uint64_t first_ts = 0, last_ts = 0;  // of all records
+
+    uint64_t incomplete() const { return cut_start + cut_end + lost_end; }
+};
+
+// A FIFO that keeps its first element inline and allocates only for more:
+// the Assembler's per-key queues almost always hold one element, and a
+// std::deque allocates (a map and a 512-byte node) as soon as it exists.
+template <class T>
+class SmallFifo {
+public:
+    [[nodiscard]] bool empty() const { return !has_first_ && head_ == rest_.size(); }
+    [[nodiscard]] size_t size() const { return (has_first_ ? 1 : 0) + rest_.size() - head_; }
+    [[nodiscard]] const T& front() const { return has_first_ ? first_ : rest_[head_]; }
+    void push_back(const T& x) {
+        if (empty()) {
+            rest_.clear();
+            head_ = 0;
+            first_ = x;
+            has_first_ = true;
+        } else {
+            rest_.push_back(x);
+        }
+    }
+    void pop_front() {
+        if (has_first_) {
+            has_first_ = false;
+        } else if (++head_ == rest_.size()) {
+            rest_.clear();
+            head_ = 0;
+        } else if (head_ >= 16 && head_ * 2 >= rest_.size()) {
+            rest_.erase(rest_.begin(), rest_.begin() + static_cast<std::ptrdiff_t>(head_));
+            head_ = 0;
+        }
+    }
+
+private:
+    T first_{};
+    bool has_first_ = false;
+    std::vector<T> rest_;  // after first_, from rest_[head_]
+    size_t head_ = 0;
+};
+
+// Joins records into commands.  Feed it one machine's records in timestamp
+// order (see merge_by_ts()); call finish() at the end of the recording.
+// Not thread-safe.
+class Assembler {
+public:
+    using Sink = std::function<void(const Command&)>;
+
+    // A block_bio_queue record waits this long for its request's first record
+    // before it is counted as unmatched and dropped (bounds the memory when
+    // bios are merged into requests started by another LBA).
+    static constexpr uint64_t kDefaultBioHorizonNs = 5'000'000'000ull;
+
+    Assembler(const DeviceTable& devices, Sink sink,
+              uint64_t bio_horizon_ns = kDefaultBioHorizonNs);
+
+    void push(const nvmetrace_rec& rec);
+    // Counts what is still in flight as cut at the end.  The Assembler can
+    // be fed again afterwards (a new recording).
+    void finish();
+
+    const AssemblyCounts& counts() const { return counts_; }
+    size_t in_flight() const { return host_.size() + target_.size() + tail_cmds_.size(); }
+    size_t waiting() const { return waiting_count_; }  // bios and untagged inserts
+
+private:
+    // A record that precedes its request's first tagged record: a bio
+    // (keyed by head disk) or an untagged block_rq_insert (keyed by disk).
+    struct WaitKey {
+        uint64_t lba;
+        uint32_t dev;
+        uint8_t op;
+        uint8_t kind;  // 0: bio, 1: insert, 2: file submission, held commands awaiting
+                       // 3: their aio completion, 4: their reap
+        bool operator==(const WaitKey&) const = default;
+    };
+    struct WaitKeyHash {
+        size_t operator()(const WaitKey& k) const;
+    };
+    struct Waiting {
+        uint64_t id;
+        uint64_t ts;
+        uint32_t len;
+        uint64_t aux = 0;
+    };
+    struct InFlight {
+        Command cmd;
+        uint8_t max_rank = 0;
+    };
+
+    void push_waiting(const nvmetrace_rec& rec, const WaitKey& key);
+    void push_host_rq(const nvmetrace_rec& rec, int slot);
+    void push_target(const nvmetrace_rec& rec, int slot);
+    bool take_waiting(const WaitKey& key, Waiting* out);
+    void expire_waiting(uint64_t now);
+    void emit(Command& cmd);
+    // Above the block layer: a command past block_rq_complete that had a
+    // file submission waits for its aio completion, then for its thread's
+    // reap; after the horizon it is handed on without them.
+    void hold_for_user(Command& cmd);
+    void push_aio_complete(const nvmetrace_rec& rec, int slot);
+    void push_aio_reap(const nvmetrace_rec& rec, int slot);
+    void expire_tail(uint64_t now);
+    bool take_tail(const WaitKey& key, uint64_t* id);
+
+    const DeviceTable& devices_;
+    Sink sink_;
+    uint64_t bio_horizon_ns_;
+    // the slots of each side's first and last required event (looked up once)
+    std::array<int, 2> host_ends_{}, target_ends_{};
+    AssemblyCounts counts_;
+
+    std::unordered_map<WaitKey, SmallFifo<Waiting>, WaitKeyHash> waiting_;
+    std::deque<std::pair<WaitKey, Waiting>> wait_order_;  // for expiry, oldest first
+    size_t waiting_count_ = 0;
+    uint64_t next_wait_id_ = 0;
+    // (dev, qid, tag) and (cntlid, qid, cid) -> the command in flight
+    std::unordered_map<uint64_t, InFlight> host_;
+    std::unordered_map<uint64_t, InFlight> target_;
+    // commands held for their aio completion and reap, by id
+    std::unordered_map<uint64_t, Command> tail_cmds_;
+    std::unordered_map<WaitKey, SmallFifo<uint64_t>, WaitKeyHash> tail_by_key_;
+    std::deque<std::pair<uint64_t, uint64_t>> tail_order_;  // (ts held, id), oldest first
+    uint64_t next_tail_id_ = 0;
+};
+
+// Merges per-CPU streams, each already in ts order, into one in ts order
+// (ties: lower stream first).  For recordings read from files.
+void merge_by_ts(std::span<const std::span<const nvmetrace_rec>> streams,
+                 const std::function<void(const nvmetrace_rec&)>& sink);
+
+}  // namespace nvmetrace

@@ -1,0 +1,49 @@
+// What a recording says about its machine's block devices and target
+// namespaces (its META `devices`): names, multipath heads, block sizes and
+// controller ids, for the Assembler and the report's group labels.
+#pragma once
+
+#include <stdint.h>
+
+#include <string>
+#include <unordered_map>
+
+namespace nvmetrace {
+
+// What the recording says about the machine's block devices and target
+// namespaces.  Host dev numbers use the kernel encoding (major << 20 | minor).
+class DeviceTable {
+public:
+    // A namespace disk (nvme1n1), or an NVMe multipath head.  cntlid: the
+    // controller id of its controller (0: unknown, or a multipath head).
+    void add_disk(uint32_t dev, std::string name, uint32_t block_size = 0, uint16_t cntlid = 0);
+    // A path disk (nvme1c1n1) of the multipath head `head`, on controller cntlid.
+    void add_path(uint32_t path_dev, uint32_t head_dev, std::string name = {}, uint16_t cntlid = 0);
+    // A target namespace (the nsid in nvmet_req_init's record).
+    void add_target_namespace(uint32_t nsid, std::string name, uint32_t block_size);
+
+    // The head of a path disk; any other disk is its own head.
+    uint32_t head(uint32_t dev) const;
+    // "nvme1n1", or "dev 259:3" for a disk the table does not know.
+    std::string disk_name(uint32_t dev) const;
+    std::string target_name(uint32_t nsid) const;
+    uint32_t target_block_size(uint32_t nsid) const;  // 0: unknown
+    // The controller id of the controller a (path) disk belongs to; 0: unknown.
+    uint16_t cntlid(uint32_t dev) const;
+
+private:
+    struct Disk {
+        std::string name;
+        uint32_t head = 0;
+        uint32_t block_size = 0;
+        uint16_t cntlid = 0;
+    };
+    struct TargetNs {
+        std::string name;
+        uint32_t block_size = 0;
+    };
+    std::unordered_map<uint32_t, Disk> disks_;
+    std::unordered_map<uint32_t, TargetNs> target_ns_;
+};
+
+}  // namespace nvmetrace

@@ -1,0 +1,676 @@
+#include "analysis/join.h"
+
+#include "analysis/components.h"
+#include "analysis/sampling.h"
+#include "format/recfile.h"
+#include "kernel/devices.h"
+#include "util/error.h"
+
+#include <algorithm>
+#include <bit>
+#include <cstdlib>
+#include <deque>
+#include <map>
+#include <memory>
+#include <set>
+#include <stdexcept>
+#include <tuple>
+#include <unordered_set>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+namespace nvmetrace {
+
+// ----------------------------------------------------------------- joining
+
+namespace {
+
+int first_present(const Command& c, std::initializer_list<uint16_t> events) {
+    for (uint16_t ev : events)
+        if (c.has(event_slot(ev)))
+            return event_slot(ev);
+    return -1;
+}
+
+// Where a host command's send side ends, for ordering and window checks.
+uint64_t host_anchor(const Command& c) {
+    int s = host_send_slot(c);
+    if (s < 0)
+        s = first_present(c, {NVMETRACE_EV_NVME_SETUP, NVMETRACE_EV_BIO_QUEUE});
+    return s < 0 ? c.first_ts() : c.at(s);
+}
+
+uint64_t target_anchor(const Command& c) {
+    int s = event_slot(NVMETRACE_EV_NVMET_INIT);
+    return c.has(s) ? c.at(s) : c.first_ts();
+}
+
+}  // namespace
+
+int host_send_slot(const Command& c) {
+    return first_present(
+        c, {NVMETRACE_EV_TCP_CMD_SEND, NVMETRACE_EV_RDMA_POST_SEND, NVMETRACE_EV_RQ_ISSUE});
+}
+
+int host_receive_slot(const Command& c) {
+    return first_present(
+        c, {NVMETRACE_EV_TCP_C2H_RECV, NVMETRACE_EV_TCP_RSP_RECV, NVMETRACE_EV_RDMA_RECV_DONE,
+            NVMETRACE_EV_NVME_COMPLETE, NVMETRACE_EV_RQ_COMPLETE});
+}
+
+int target_receive_slot(const Command& c) {
+    return first_present(
+        c, {NVMETRACE_EV_RDMAT_RECV, NVMETRACE_EV_TCPT_CMD_RECV, NVMETRACE_EV_NVMET_INIT});
+}
+
+int target_send_slot(const Command& c) {
+    return first_present(c, {NVMETRACE_EV_RDMAT_RSP_POST, NVMETRACE_EV_NVMET_COMPLETE});
+}
+
+Command join_commands(const Command& host, const Command& target, int64_t* network_ns) {
+    Command j = host;
+    const int done = target_send_slot(target);
+    const int init = target_receive_slot(target);
+    const int recv = host_receive_slot(host);
+    // target ts + shift = host ts; unsigned arithmetic wraps, as intended
+    const uint64_t shift = recv >= 0 && done >= 0 ? host.at(recv) - target.at(done) : 0;
+    for (uint32_t m = target.present; m; m &= m - 1) {
+        int s = std::countr_zero(m);
+        if (kEvents[s].side != Side::target)
+            continue;
+        j.ts[static_cast<size_t>(s)] = target.ts[static_cast<size_t>(s)] + shift;
+        j.present |= 1u << s;
+    }
+    if (network_ns) {
+        int send = host_send_slot(host);
+        *network_ns = send >= 0 && init >= 0 ? static_cast<int64_t>(j.at(init) - host.at(send)) : 0;
+    }
+    return j;
+}
+
+std::string_view unmatched_reason(Unmatched u, Side side) {
+    bool h = side == Side::host;
+    switch (u) {
+        case Unmatched::no_command_id:
+            return "no nvme_setup_cmd record, so no command id";
+        case Unmatched::not_sampled:
+            return h ? "not sampled on the target (its 1-of-N or seed differs)"
+                     : "not sampled on the host (its 1-of-N or seed differs)";
+        case Unmatched::outside_window:
+            return h ? "outside the target recording's window"
+                     : "outside the host recording's window";
+        case Unmatched::not_found:
+            return h ? "not in the target recording (records lost or cut)"
+                     : "not in the host recording (records lost or cut)";
+        case Unmatched::no_other_side:
+            return h ? "no target recording" : "no host recording";
+        case Unmatched::other_controller:
+            return h ? "no target recording for that controller"
+                     : "no host recording for that controller";
+    }
+    return "?";
+}
+
+std::string_view unmatched_key(Unmatched u) {
+    static constexpr std::string_view kKeys[] = {"no_command_id",  "not_sampled",
+                                                 "outside_window", "not_found",
+                                                 "no_other_side",  "other_controller"};
+    static_assert(std::size(kKeys) == kUnmatchedReasons);
+    return kKeys[static_cast<size_t>(u)];
+}
+
+uint64_t join_anchor(const Command& c) {
+    return c.side == Side::host ? host_anchor(c) : target_anchor(c);
+}
+
+std::optional<int64_t> estimate_offset(std::span<const Command> host,
+                                       std::span<const Command> target) {
+    struct K {
+        uint64_t lba;
+        uint32_t nsid;
+        uint16_t qid, cid, cntlid;
+        uint8_t op;
+        auto operator<=>(const K&) const = default;
+    };
+    // key -> (count, anchor) per side; cntlid 0 (unknown) on the host matches any
+    std::map<K, std::pair<uint32_t, uint64_t>> h, t;
+    for (const auto& c : host)
+        if (c.has_cid) {
+            auto& e = h[K{c.lba, c.nsid, c.qid, c.cid, 0, static_cast<uint8_t>(c.op)}];
+            e.first++;
+            e.second = host_anchor(c);
+        }
+    for (const auto& c : target) {
+        auto& e = t[K{c.lba, c.nsid, c.qid, c.cid, 0, static_cast<uint8_t>(c.op)}];
+        e.first++;
+        e.second = target_anchor(c);
+    }
+    std::vector<int64_t> offsets;
+    for (const auto& [k, hv] : h) {
+        auto it = t.find(k);
+        if (hv.first == 1 && it != t.end() && it->second.first == 1)
+            offsets.push_back(static_cast<int64_t>(it->second.second - hv.second));
+    }
+    if (offsets.empty())
+        return std::nullopt;
+    std::nth_element(offsets.begin(), offsets.begin() + offsets.size() / 2, offsets.end());
+    return offsets[offsets.size() / 2];
+}
+
+size_t Joiner::KeyHash::operator()(const Key& k) const {
+    uint64_t h = k.lba * 0x9e3779b97f4a7c15ull;
+    h ^= (uint64_t{k.qid} << 40 | uint64_t{k.cid} << 24 | uint64_t{k.op} << 16 | k.nsid) *
+         0xbf58476d1ce4e5b9ull;
+    return static_cast<size_t>(h ^ (h >> 31));
+}
+
+Joiner::Key Joiner::key_of(const Command& c) {
+    return Key{c.lba, c.nsid, c.qid, c.cid, static_cast<uint8_t>(c.op)};
+}
+
+size_t Joiner::add_source(const Source& s) {
+    sources_.push_back(s);
+    bool host = false, target = false;
+    for (const auto& x : sources_)
+        (x.side == Side::host ? host : target) = true;
+    jc_.active = host && target;
+    return sources_.size() - 1;
+}
+
+void Joiner::set_window(size_t source, uint64_t first_ts, uint64_t last_ts) {
+    sources_.at(source).first_ts = first_ts;
+    sources_.at(source).last_ts = last_ts;
+}
+
+bool Joiner::compatible(const Entry& h, const Entry& t) const {
+    return !h.cmd.cntlid || h.cmd.cntlid == t.cmd.cntlid;
+}
+
+void Joiner::match(Entry& h, Entry& t, const Sink& sink) {
+    int64_t net = 0;
+    Command j = join_commands(h.cmd, t.cmd, &net);
+    jc_.matched++;
+    jc_.negative_network += net < 0;
+    // Follow the clock: what this pair says the offset is, smoothed (the
+    // network's one-way time is in it; it only has to be close, not exact).
+    auto& off = sources_[h.source].offset_ns;
+    int64_t seen = static_cast<int64_t>(t.anchor) - static_cast<int64_t>(host_anchor(h.cmd));
+    off += (seen - off) / 16;
+    sink(j);
+}
+
+void Joiner::push(size_t source, const Command& cmd, const Sink& sink) {
+    const Source& src = sources_.at(source);
+    const int me = src.side == Side::host ? 0 : 1;
+    Entry e{cmd, static_cast<uint32_t>(source), false, 0};
+    e.anchor = join_anchor(cmd) + static_cast<uint64_t>(me == 0 ? src.offset_ns : 0);
+    const uint64_t done = cmd.last_ts() + static_cast<uint64_t>(me == 0 ? src.offset_ns : 0);
+    (me == 0 ? jc_.host : jc_.target)++;
+    if (jc_.active && (me == 1 || cmd.has_cid)) {
+        // The partner: same key, same controller, nearest the expected time.
+        Side_& other = pending_[1 - me];
+        auto [lo, hi] = other.index.equal_range(key_of(cmd));
+        auto best = other.index.end();
+        uint64_t best_d = opts_.window_ns;
+        size_t candidates = 0;
+        for (auto it = lo; it != hi; ++it) {
+            Entry& o = other.q[it->second - other.base];
+            if (!(me == 0 ? compatible(e, o) : compatible(o, e)))
+                continue;
+            candidates++;
+            uint64_t d = o.anchor > e.anchor ? o.anchor - e.anchor : e.anchor - o.anchor;
+            if (d <= best_d) {
+                best_d = d;
+                best = it;
+            }
+        }
+        if (best != other.index.end()) {
+            Entry& o = other.q[best->second - other.base];
+            jc_.ambiguous += candidates > 1;
+            o.done = true;
+            other.live--;
+            other.index.erase(best);
+            me == 0 ? match(e, o, sink) : match(o, e, sink);
+            evict(std::max(now_, done), sink);
+            return;
+        }
+    }
+    if (me == 0 && !cmd.has_cid) {  // no command id: nothing can match it
+        emit_unmatched(e, 0, sink);
+        evict(std::max(now_, done), sink);
+        return;
+    }
+    Side_& mine = pending_[me];
+    mine.index.emplace(key_of(cmd), mine.base + mine.q.size());
+    mine.q.push_back(std::move(e));
+    mine.live++;
+    jc_.peak_pending = std::max(jc_.peak_pending, pending());
+    evict(std::max(now_, done), sink);
+}
+
+void Joiner::emit_unmatched(Entry& e, int side, const Sink& sink) {
+    Side mine = side == 0 ? Side::host : Side::target;
+    Unmatched why = Unmatched::not_found;
+    if (!jc_.active) {
+        why = Unmatched::no_other_side;
+    } else if (mine == Side::host && !e.cmd.has_cid) {
+        why = Unmatched::no_command_id;
+    } else {
+        // The other side's recordings of this controller, if any is known.
+        bool any_ctrl = false, any_sampled = false, any_inside = false;
+        for (size_t i = 0; i < sources_.size(); i++) {
+            const Source& o = sources_[i];
+            if (o.side == mine)
+                continue;
+            const uint16_t id = e.cmd.cntlid;
+            if (id && !o.cntlids.empty() &&
+                std::find(o.cntlids.begin(), o.cntlids.end(), id) == o.cntlids.end())
+                continue;
+            any_ctrl = true;
+            if (!sampled(e.cmd.lba, o.seed, o.sample_n))
+                continue;
+            any_sampled = true;
+            // the command's time on the other recording's clock
+            int64_t shift = mine == Side::host ? sources_[e.source].offset_ns : -o.offset_ns;
+            uint64_t t = join_anchor(e.cmd) + static_cast<uint64_t>(shift);
+            if (t >= o.first_ts && t <= o.last_ts)
+                any_inside = true;
+        }
+        why = !any_ctrl      ? Unmatched::other_controller
+              : !any_sampled ? Unmatched::not_sampled
+              : !any_inside  ? Unmatched::outside_window
+                             : Unmatched::not_found;
+    }
+    (side == 0 ? jc_.host_unmatched : jc_.target_unmatched)[static_cast<size_t>(why)]++;
+    sink(e.cmd);
+}
+
+void Joiner::evict(uint64_t now, const Sink& sink) {
+    now_ = now;
+    for (int side = 0; side < 2; side++) {
+        Side_& p = pending_[side];
+        while (!p.q.empty()) {
+            Entry& e = p.q.front();
+            if (!e.done) {
+                if (e.anchor + opts_.window_ns >= now)
+                    break;
+                auto [lo, hi] = p.index.equal_range(key_of(e.cmd));
+                for (auto it = lo; it != hi; ++it)
+                    if (it->second == p.base) {
+                        p.index.erase(it);
+                        break;
+                    }
+                p.live--;
+                emit_unmatched(e, side, sink);
+            }
+            p.q.pop_front();
+            p.base++;
+        }
+    }
+}
+
+JoinCounts Joiner::finish(const Sink& sink) {
+    evict(UINT64_MAX, sink);
+    JoinCounts out = jc_;
+    bool active = jc_.active;
+    jc_ = JoinCounts{};
+    jc_.active = active;
+    now_ = 0;
+    return out;
+}
+
+void Joiner::add(size_t source, const Command& cmd) {
+    buffered_.emplace_back(source, cmd);
+}
+
+JoinCounts Joiner::join(const Sink& sink) {
+    // each host recording's offset, from the keys it shares with the targets
+    std::vector<Command> targets;
+    for (const auto& [s, c] : buffered_)
+        if (sources_[s].side == Side::target)
+            targets.push_back(c);
+    for (size_t s = 0; s < sources_.size(); s++) {
+        if (sources_[s].side != Side::host)
+            continue;
+        std::vector<Command> hosts;
+        for (const auto& [src, c] : buffered_)
+            if (src == s)
+                hosts.push_back(c);
+        if (auto off = estimate_offset(hosts, targets))
+            sources_[s].offset_ns = *off;
+    }
+    auto done = [&](const std::pair<size_t, Command>& x) {
+        const Source& src = sources_[x.first];
+        return x.second.last_ts() +
+               static_cast<uint64_t>(src.side == Side::host ? src.offset_ns : 0);
+    };
+    std::stable_sort(buffered_.begin(), buffered_.end(),
+                     [&](const auto& a, const auto& b) { return done(a) < done(b); });
+    for (const auto& [s, c] : buffered_)
+        push(s, c, sink);
+    buffered_.clear();
+    return finish(sink);
+}
+
+// ----------------------------------------------------------------- files
+
+namespace {
+
+bool role_has(const std::string& role, std::string_view side) {
+    return role.find(side) != std::string::npos;
+}
+
+// CLOCK_REALTIME - CLOCK_MONOTONIC at the recording's start: the machine's
+// boot instant on the wall clock.  Equal (to the read jitter) for two
+// recordings of one boot of one machine, whose monotonic clocks are then one.
+int64_t boot_wall(const RecordingMeta& m) {
+    return m.start_realtime_ns - m.start_monotonic_ns;
+}
+
+bool same_clock(const RecordingMeta& a, const RecordingMeta& b) {
+    return a.hostname == b.hostname && std::llabs(boot_wall(a) - boot_wall(b)) < 10'000'000;
+}
+
+// One recording, read block by block through its own Assembler.
+struct FileStream {
+    std::string path;
+    RecordingReader reader;
+    RecordingMeta meta;
+    DeviceTable table;
+    std::unique_ptr<Assembler> assembler;
+    std::deque<Command> out[2];  // [0] host, [1] target
+    int src[2] = {-1, -1};       // Joiner source per side
+    bool eof = false;
+    uint16_t origin = 0;
+
+    explicit FileStream(const std::string& p) : path(p), reader(RecordingReader::open(p)) {
+        meta = reader.meta();
+        devices_from_json(meta.devices, table);
+        assembler = std::make_unique<Assembler>(table, [this](const Command& c) {
+            Command& x = out[c.side == Side::host ? 0 : 1].emplace_back(c);
+            x.origin = origin;
+        });
+    }
+    // Reads one more block; false at the end of the recording.
+    bool pull() {
+        std::span<const nvmetrace_rec> recs;
+        if (eof)
+            return false;
+        if (!reader.next(recs)) {
+            assembler->finish();
+            eof = true;
+            return false;
+        }
+        for (const auto& r : recs)
+            assembler->push(r);
+        return true;
+    }
+};
+
+// The controllers of a host recording's devices (0, unknown, left out).
+std::vector<uint16_t> host_cntlids(const RecordingMeta& m) {
+    std::vector<uint16_t> ids;
+    if (!m.devices.is_array())
+        return ids;
+    for (const auto& d : m.devices) {
+        auto id = static_cast<uint16_t>(d.value("cntlid", 0u));
+        std::string kind = d.value("kind", "");
+        if (id && (kind == "disk" || kind == "path") &&
+            std::find(ids.begin(), ids.end(), id) == ids.end())
+            ids.push_back(id);
+    }
+    return ids;
+}
+
+// A host recording's clock offset onto the target's: the commands of its
+// start against the target's (estimate_offset()), else the wall clocks.
+int64_t calibrate(const std::string& host_path, const RecordingMeta& host_meta,
+                  const std::vector<std::string>& target_paths, const RecordingMeta& target_meta,
+                  size_t max_commands) {
+    const int64_t wall = boot_wall(host_meta) - boot_wall(target_meta);
+    FileStream h(host_path);
+    std::vector<Command> hosts;
+    while (hosts.size() < max_commands) {
+        const bool more = h.pull();
+        for (const auto& c : h.out[0])
+            if (c.has_cid && hosts.size() < max_commands)
+                hosts.push_back(c);
+        h.out[0].clear();
+        h.out[1].clear();
+        if (!more)
+            break;
+    }
+    if (hosts.empty())
+        return wall;
+    auto key = [](const Command& c) {
+        return c.lba * 0x9e3779b97f4a7c15ull ^
+               (uint64_t{c.qid} << 48 | uint64_t{c.cid} << 32 | uint64_t{c.nsid} << 1 |
+                static_cast<uint64_t>(c.op));
+    };
+    std::unordered_set<uint64_t> keys;
+    uint64_t last_anchor = 0;
+    for (const auto& c : hosts) {
+        keys.insert(key(c));
+        last_anchor = std::max(last_anchor, join_anchor(c));
+    }
+    // Target commands with those keys, until well past the host's prefix
+    // (on the wall clocks' guess, with a minute of slack) or the end.
+    const uint64_t stop_at = last_anchor + static_cast<uint64_t>(wall) + 60'000'000'000ull;
+    std::vector<Command> targets;
+    for (const auto& tp : target_paths) {
+        FileStream t(tp);
+        bool past = false;
+        while (!past) {
+            const bool more = t.pull();
+            for (const auto& c : t.out[1]) {
+                if (join_anchor(c) > stop_at) {
+                    past = true;
+                    break;
+                }
+                if (keys.count(key(c)))
+                    targets.push_back(c);
+            }
+            t.out[0].clear();
+            t.out[1].clear();
+            if (!more)
+                break;
+        }
+    }
+    auto off = estimate_offset(hosts, targets);
+    return off ? *off : wall;
+}
+
+}  // namespace
+
+bool files_hold_both_sides(const std::vector<std::string>& files) {
+    bool host = false, target = false;
+    for (const auto& f : files) {
+        RecordingReader r = RecordingReader::open(f);
+        host = host || role_has(r.meta().role, "host");
+        target = target || role_has(r.meta().role, "target");
+    }
+    return host && target;
+}
+
+JoinedReport join_files(const std::vector<std::string>& files, const JoinFilesOptions& opts) {
+    JoinedReport rep;
+    std::vector<std::unique_ptr<FileStream>> streams;
+    for (const auto& p : files)
+        streams.push_back(std::make_unique<FileStream>(p));
+
+    // The target's clock: every target file must share it.
+    const FileStream* tclock = nullptr;
+    std::vector<std::string> target_paths;
+    for (const auto& s : streams) {
+        if (!role_has(s->meta.role, "target"))
+            continue;
+        if (tclock && !same_clock(tclock->meta, s->meta))
+            throw Error(fmt::format(
+                "{} and {}: target recordings of two machines (or two boots); join each "
+                "target's recordings in a report of their own",
+                tclock->path, s->path));
+        if (!tclock)
+            tclock = s.get();
+        target_paths.push_back(s->path);
+    }
+
+    Joiner joiner(Joiner::Options{opts.window_ns});
+    uint16_t next_origin = 0;
+    std::vector<std::string> on;
+    for (auto& s : streams) {
+        const RecordingMeta& m = s->meta;
+        std::string where = fmt::format("{} (kernel {})", m.hostname, m.kernel_release);
+        if (std::find(on.begin(), on.end(), where) == on.end())
+            on.push_back(where);
+        const auto start = static_cast<uint64_t>(m.start_monotonic_ns);
+        if (role_has(m.role, "host")) {
+            rep.host_files++;
+            s->origin = next_origin++;
+            Joiner::Source src{Side::host, m.sample, m.seed, start, UINT64_MAX, 0, host_cntlids(m)};
+            if (tclock && !same_clock(tclock->meta, m))
+                src.offset_ns =
+                    calibrate(s->path, m, target_paths, tclock->meta, opts.calibration_commands);
+            s->src[0] = static_cast<int>(joiner.add_source(src));
+        }
+        if (role_has(m.role, "target")) {
+            rep.target_files++;
+            s->src[1] = static_cast<int>(
+                joiner.add_source({Side::target, m.sample, m.seed, start, UINT64_MAX, 0, {}}));
+        }
+    }
+    rep.recorded_on = fmt::format("{}", fmt::join(on, " and "));
+
+    // Rates and origin: the first host recording's (else the first file's).
+    const FileStream* lead = streams.front().get();
+    for (const auto& s : streams)
+        if (s->src[0] >= 0) {
+            lead = s.get();
+            break;
+        }
+    DeviceTable names;  // only for the labels of a single host's groups
+    devices_from_json(lead->meta.devices, names);
+    for (const auto& s : streams)
+        if (s->src[1] >= 0)
+            devices_from_json(s->meta.devices, names);
+    Stats::Options so{.sample_n = lead->meta.sample,
+                      .origin_ns = static_cast<uint64_t>(lead->meta.start_monotonic_ns)};
+    Stats stats(names, so);
+    if (rep.host_files > 1) {
+        // several hosts: their disks share names and numbers; say whose
+        std::vector<const FileStream*> by_origin;
+        for (const auto& s : streams)
+            if (s->src[0] >= 0)
+                by_origin.push_back(s.get());
+        stats.set_device_label([by_origin](const Command& c) {
+            const FileStream* f = by_origin.at(c.origin);
+            std::string disk = f->table.disk_name(c.dev);
+            return c.cntlid ? fmt::format("{}:{} (cntlid {})", f->meta.hostname, disk, c.cntlid)
+                            : fmt::format("{}:{}", f->meta.hostname, disk);
+        });
+    }
+    auto sink = [&](const Command& c) {
+        if (opts.on_command)
+            opts.on_command(c);
+        stats.add(c);
+    };
+    std::vector<std::vector<uint16_t>> target_ids(streams.size());
+
+    // Merge: always take the command that completes first on the target's
+    // clock; a file whose next command could come earlier is read first.
+    for (;;) {
+        FileStream* best = nullptr;
+        int best_side = 0;
+        bool best_pull = false;
+        uint64_t best_t = UINT64_MAX;
+        for (auto& s : streams) {
+            for (int side = 0; side < 2; side++) {
+                if (s->src[side] < 0)
+                    continue;
+                const int64_t off =
+                    side == 0 ? joiner.source(static_cast<size_t>(s->src[0])).offset_ns : 0;
+                uint64_t t;
+                bool pull = false;
+                if (!s->out[side].empty()) {
+                    t = s->out[side].front().last_ts() + static_cast<uint64_t>(off);
+                } else if (!s->eof) {
+                    // nothing read yet: read it now (0 + a negative offset would wrap)
+                    const uint64_t last = s->assembler->counts().last_ts;
+                    t = last ? last + static_cast<uint64_t>(off) : 0;
+                    pull = true;
+                } else {
+                    continue;
+                }
+                if (t < best_t || (t == best_t && best_pull && !pull)) {
+                    best = s.get();
+                    best_side = side;
+                    best_pull = pull;
+                    best_t = t;
+                }
+            }
+        }
+        if (!best)
+            break;
+        if (best_pull) {
+            best->pull();
+            // the window's end is known at the end of the file (its start is the META's)
+            if (best->eof)
+                for (int side = 0; side < 2; side++)
+                    if (best->src[side] >= 0)
+                        joiner.source(static_cast<size_t>(best->src[side])).last_ts =
+                            best->assembler->counts().last_ts;
+            continue;
+        }
+        Command c = std::move(best->out[best_side].front());
+        best->out[best_side].pop_front();
+        if (best_side == 1 && c.cntlid) {
+            // the controllers this target served, as far as read
+            auto& ids = joiner.source(static_cast<size_t>(best->src[1])).cntlids;
+            if (std::find(ids.begin(), ids.end(), c.cntlid) == ids.end())
+                ids.push_back(c.cntlid);
+        }
+        joiner.push(static_cast<size_t>(best->src[best_side]), c, sink);
+    }
+    rep.join = joiner.finish(sink);
+
+    uint64_t duration = 0;
+    for (auto& s : streams) {
+        const AssemblyCounts& a = s->assembler->counts();
+        AssemblyCounts& t = rep.counts;
+        t.records_host += a.records_host;
+        t.records_target += a.records_target;
+        t.records_unknown += a.records_unknown;
+        t.records_out_of_order += a.records_out_of_order;
+        t.complete += a.complete;
+        t.cut_start += a.cut_start;
+        t.cut_end += a.cut_end;
+        t.lost_end += a.lost_end;
+        t.bios_unmatched += a.bios_unmatched;
+        t.inserts_unmatched += a.inserts_unmatched;
+        t.multipath_duplicates += a.multipath_duplicates;
+        t.repeats += a.repeats;
+        t.late_times += a.late_times;
+        t.user_unmatched += a.user_unmatched;
+        uint64_t lost = s->reader.trailer() ? s->reader.trailer()->lost : 0;
+        // a file of both roles cannot tell whose ring lost its records
+        (s->src[0] >= 0 ? rep.lost_host : rep.lost_target) += lost;
+        if (s->src[0] >= 0) {
+            uint64_t d = 0;
+            const auto start = static_cast<uint64_t>(s->meta.start_monotonic_ns);
+            if (s->reader.trailer())
+                d = s->reader.trailer()->duration_ns;
+            else if (a.last_ts > start)
+                d = a.last_ts - start;
+            duration = std::max(duration, d);
+        }
+        for (const auto& n : s->reader.notes())
+            rep.notes.push_back(fmt::format("{}: {}", s->path, n));
+        if (s->reader.end() != RecordingEnd::clean)
+            rep.problems.push_back(s->reader.problem());
+        rep.corrupt = rep.corrupt || s->reader.end() == RecordingEnd::corrupt;
+    }
+    rep.summary = stats.summary(duration);
+    return rep;
+}
+
+}  // namespace nvmetrace

@@ -1,0 +1,392 @@
+#include "analysis/stats.h"
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+namespace nvmetrace {
+
+// ----------------------------------------------------------------- histogram
+
+namespace {
+constexpr uint64_t kSub = uint64_t{1} << Histogram::kSubBits;
+}
+
+size_t Histogram::bucket(uint64_t v) {
+    if (v < kSub)
+        return static_cast<size_t>(v);
+    int e = 63 - std::countl_zero(v);  // >= kSubBits
+    int shift = e - kSubBits;
+    return static_cast<size_t>((shift + 1) * kSub + ((v >> shift) - kSub));
+}
+
+uint64_t Histogram::bucket_low(size_t b) {
+    if (b < kSub)
+        return b;
+    uint64_t k = b / kSub, m = b % kSub;
+    return (kSub + m) << (k - 1);
+}
+
+uint64_t Histogram::bucket_width(size_t b) {
+    return b < kSub ? 1 : uint64_t{1} << (b / kSub - 1);
+}
+
+void Histogram::add(int64_t v) {
+    uint64_t u = v < 0 ? 0 : static_cast<uint64_t>(v);
+    size_t b = bucket(u);
+    if (b >= counts_.size())
+        counts_.resize(b + 1);
+    counts_[b]++;
+    min_ = n_ ? std::min(min_, v) : v;
+    max_ = n_ ? std::max(max_, v) : v;
+    n_++;
+}
+
+void Histogram::merge(const Histogram& o) {
+    if (!o.n_)
+        return;
+    if (o.counts_.size() > counts_.size())
+        counts_.resize(o.counts_.size());
+    for (size_t i = 0; i < o.counts_.size(); i++)
+        counts_[i] += o.counts_[i];
+    min_ = n_ ? std::min(min_, o.min_) : o.min_;
+    max_ = n_ ? std::max(max_, o.max_) : o.max_;
+    n_ += o.n_;
+}
+
+void Histogram::clear() {
+    std::fill(counts_.begin(), counts_.end(), 0);
+    n_ = 0;
+    min_ = max_ = 0;
+}
+
+double Histogram::quantile(double q) const {
+    if (!n_)
+        return 0;
+    // ceil(q * n) without 0.99 * 100 becoming 100.000...01 and then 100.
+    auto rank = static_cast<uint64_t>(std::ceil(q * static_cast<double>(n_) - 1e-9));
+    rank = std::clamp<uint64_t>(rank, 1, n_);
+    uint64_t seen = 0;
+    for (size_t b = 0; b < counts_.size(); b++) {
+        seen += counts_[b];
+        if (seen >= rank) {
+            double mid =
+                static_cast<double>(bucket_low(b)) + static_cast<double>(bucket_width(b) - 1) / 2.0;
+            return std::clamp(mid, static_cast<double>(min_), static_cast<double>(max_));
+        }
+    }
+    return static_cast<double>(max_);
+}
+
+// ----------------------------------------------------------------- stats
+
+std::string size_label(uint64_t bytes) {
+    constexpr uint64_t KiB = 1024, MiB = 1024 * KiB, GiB = 1024 * MiB;
+    if (bytes && bytes % GiB == 0)
+        return fmt::format("{}GiB", bytes / GiB);
+    if (bytes && bytes % MiB == 0)
+        return fmt::format("{}MiB", bytes / MiB);
+    if (bytes && bytes % KiB == 0)
+        return fmt::format("{}KiB", bytes / KiB);
+    return fmt::format("{}B", bytes);
+}
+
+struct Stats::Group {
+    Layout layout;
+    std::string label, size_label, device;
+    bool passthru = false;  // passthrough commands (their layout has no bio)
+    Op op;
+    Side side;
+    uint64_t size;
+    uint64_t bytes = 0;  // sum of sizes
+    Accumulator e2e;
+    double e2e_sq = 0;             // sum of squares (us^2), for the standard deviation
+    std::vector<double> stage_sq;  // per stage, likewise
+    std::vector<Histogram> stage_hist;
+    std::vector<int64_t> stage_now;  // scratch: this command's time per stage
+    std::vector<Accumulator> segments;
+    std::vector<Accumulator> details;
+    // the current interval
+    uint64_t i_n = 0;
+    int64_t i_sum = 0;
+    Histogram i_hist;
+    std::vector<int64_t> i_segments;
+};
+
+Stats::Stats(const DeviceTable& devices, Options opts, IntervalSink sink)
+    : devices_(devices), opts_(opts), sink_(std::move(sink)) {
+    if (opts_.sample_n == 0)
+        opts_.sample_n = 1;
+}
+
+Stats::~Stats() = default;
+
+Stats::Group& Stats::group_for(const Command& cmd) {
+    View view = view_of(cmd);
+    // A command's path depends only on its view and events: computed once each.
+    const uint64_t pk = uint64_t{cmd.present} << 8 | static_cast<uint8_t>(view);
+    auto pit = paths_.find(pk);
+    if (pit == paths_.end())
+        pit = paths_
+                  .emplace(pk, std::pair{missing_boundaries(cmd, opts_.table),
+                                         layout_key(view, cmd.present, opts_.table)})
+                  .first;
+    Key key{cmd.op,
+            cmd.size_in_blocks,
+            cmd.size,
+            cmd.side,
+            cmd.side == Side::host ? cmd.dev : 0,
+            cmd.side == Side::host ? cmd.origin : uint16_t{0},
+            cmd.side == Side::host && device_label_ ? cmd.cntlid : uint16_t{0},
+            cmd.side == Side::target ? cmd.nsid : 0,
+            view,
+            pit->second.first,
+            pit->second.second};
+    if (last_ && key.tie() == last_key_.tie())
+        return *last_;
+    auto& slot = groups_[key];
+    if (!slot) {
+        auto g = std::make_unique<Group>();
+        g->layout = layout_for(view, key.present, opts_.table);
+        g->op = cmd.op;
+        g->side = cmd.side;
+        g->size = cmd.size;
+        g->size_label =
+            cmd.size_in_blocks ? fmt::format("{} blocks", cmd.size) : size_label(cmd.size);
+        g->device = cmd.side == Side::target ? devices_.target_name(cmd.nsid)
+                    : device_label_          ? device_label_(cmd)
+                                             : devices_.disk_name(cmd.dev);
+        g->label = fmt::format("{} {} {}", op_name(cmd.op), g->size_label, g->device);
+        if (!g->layout.missing.empty())
+            g->label += fmt::format(" (no {})", fmt::join(g->layout.missing, ", "));
+        g->passthru = cmd.passthru;
+        if (cmd.passthru)
+            g->label += " (passthrough)";
+        g->segments.resize(g->layout.segments.size());
+        g->stage_sq.resize(g->layout.stages.size());
+        g->stage_hist.resize(g->layout.stages.size());
+        g->stage_now.resize(g->layout.stages.size());
+        g->i_segments.resize(g->layout.segments.size());
+        g->details.resize(g->layout.details.size());
+        slot = std::move(g);
+    }
+    last_ = slot.get();
+    last_key_ = key;
+    return *slot;
+}
+
+void Stats::add(const Command& cmd) {
+    uint64_t end = cmd.last_ts();
+    if (!started_) {
+        origin_ = opts_.origin_ns ? opts_.origin_ns : cmd.first_ts();
+        interval_start_ = origin_;
+        started_ = true;
+    }
+    advance(end);
+    if (cmd.status != 0) {
+        failed_++;
+        return;
+    }
+    Group& g = group_for(cmd);
+    const Layout& l = g.layout;
+    commands_++;
+    first_ts_ = std::min(first_ts_, cmd.first_ts());
+    last_ts_ = std::max(last_ts_, end);
+
+    auto span = [&](int from, int to) {
+        return static_cast<int64_t>(cmd.at(to)) - static_cast<int64_t>(cmd.at(from));
+    };
+    int64_t e2e = span(l.first_slot, l.last_slot);
+    g.e2e.add(e2e);
+    g.bytes += cmd.size;
+    g.i_n++;
+    g.i_sum += e2e;
+    g.i_hist.add(e2e);
+    const double e2e_us = static_cast<double>(e2e) / 1e3;
+    g.e2e_sq += e2e_us * e2e_us;
+    std::fill(g.stage_now.begin(), g.stage_now.end(), 0);
+    for (size_t j = 0; j < l.segments.size(); j++) {
+        int64_t d = span(l.segments[j].from_slot, l.segments[j].to_slot);
+        g.segments[j].add(d);
+        g.i_segments[j] += d;
+        g.stage_now[l.segments[j].stage] += d;
+    }
+    for (size_t st = 0; st < g.stage_now.size(); st++) {
+        const double v = static_cast<double>(g.stage_now[st]) / 1e3;
+        g.stage_sq[st] += v * v;
+        g.stage_hist[st].add(g.stage_now[st]);
+    }
+    for (size_t j = 0; j < l.details.size(); j++)
+        if (cmd.has(l.details[j].from_slot) && cmd.has(l.details[j].to_slot))
+            g.details[j].add(span(l.details[j].from_slot, l.details[j].to_slot));
+}
+
+void Stats::advance(uint64_t now_ns) {
+    if (!started_ || !opts_.interval_ns)
+        return;
+    while (now_ns >= interval_start_ + opts_.interval_ns) {
+        close_interval(interval_start_ + opts_.interval_ns);
+        interval_start_ += opts_.interval_ns;
+    }
+}
+
+void Stats::flush_interval(uint64_t end_ns) {
+    if (!started_ || !opts_.interval_ns)
+        return;
+    advance(end_ns);
+    if (end_ns > interval_start_) {
+        close_interval(end_ns);
+        interval_start_ = end_ns;
+    }
+}
+
+void Stats::close_interval(uint64_t end_ns) {
+    Interval iv;
+    iv.start_s = static_cast<double>(interval_start_ - origin_) / 1e9;
+    iv.end_s = static_cast<double>(end_ns - origin_) / 1e9;
+    double len_s = iv.end_s - iv.start_s;
+    for (auto& [key, gp] : groups_) {
+        Group& g = *gp;
+        if (!g.i_n)
+            continue;
+        IntervalRow r;
+        r.label = g.label;
+        r.view = g.layout.view;
+        r.n = g.i_n;
+        r.rate = len_s > 0 ? static_cast<double>(g.i_n) * opts_.sample_n / len_s : 0;
+        r.mean_us = static_cast<double>(g.i_sum) / static_cast<double>(g.i_n) / 1e3;
+        r.p99_us = g.i_hist.quantile(0.99) / 1e3;
+        for (size_t s = 0; s < g.layout.stages.size(); s++) {
+            int64_t sum = 0;
+            for (size_t j = 0; j < g.layout.segments.size(); j++)
+                if (g.layout.segments[j].stage == s)
+                    sum += g.i_segments[j];
+            const auto& st = g.layout.stages[s];
+            auto c = static_cast<size_t>(st.column);
+            double share = g.i_sum ? static_cast<double>(sum) / static_cast<double>(g.i_sum) : 0;
+            r.share[c] = r.share[c].value_or(0) + share;
+            r.marker[c] = st.merged ? '+' : st.not_recorded ? '*' : r.marker[c];
+        }
+        iv.rows.push_back(std::move(r));
+        g.i_n = 0;
+        g.i_sum = 0;
+        g.i_hist.clear();
+        std::fill(g.i_segments.begin(), g.i_segments.end(), 0);
+    }
+    if (sink_)
+        sink_(iv);
+}
+
+namespace {
+
+// The sample standard deviation from n, the mean and the sum of squares.
+double sample_sd(uint64_t n, double mean, double sum_sq) {
+    if (n < 2)
+        return 0;
+    const double var = (sum_sq - static_cast<double>(n) * mean * mean) / static_cast<double>(n - 1);
+    return var > 0 ? std::sqrt(var) : 0;
+}
+
+}  // namespace
+
+Summary Stats::summary(uint64_t duration_ns) const {
+    Summary s;
+    s.sample_n = opts_.sample_n;
+    s.failed = failed_;
+    if (!duration_ns && commands_)
+        duration_ns = last_ts_ - first_ts_;
+    s.duration_s = static_cast<double>(duration_ns) / 1e9;
+    const double N = opts_.sample_n;
+    auto rate_of = [&](uint64_t n) {
+        return s.duration_s > 0 ? static_cast<double>(n) * N / s.duration_s : 0.0;
+    };
+
+    bool any_host = false;
+    for (const auto& [key, g] : groups_)
+        any_host = any_host || g->side == Side::host;
+
+    for (const auto& [key, gp] : groups_) {
+        const Group& g = *gp;
+        const Layout& l = g.layout;
+        GroupSummary gs;
+        gs.label = g.label;
+        gs.op = g.op;
+        gs.size = g.size;
+        gs.size_label = g.size_label;
+        gs.device = g.device;
+        gs.passthru = g.passthru;
+        gs.view = l.view;
+        gs.missing = l.missing;
+        gs.n = g.e2e.n;
+        gs.rate = rate_of(gs.n);
+        gs.bytes_per_s = s.duration_s > 0 && !key.size_in_blocks ? g.bytes * N / s.duration_s : 0;
+        gs.mean_us = g.e2e.mean_us();
+        gs.p50_us = g.e2e.hist.quantile(0.50) / 1e3;
+        gs.p99_us = g.e2e.hist.quantile(0.99) / 1e3;
+        gs.p999_us = g.e2e.hist.quantile(0.999) / 1e3;
+        gs.avg_qd = gs.rate * gs.mean_us / 1e6;
+        gs.sd_us = sample_sd(gs.n, gs.mean_us, g.e2e_sq);
+        gs.hist = g.e2e.hist;
+
+        for (size_t st = 0; st < l.stages.size(); st++) {
+            int64_t sum = 0;
+            for (size_t j = 0; j < l.segments.size(); j++)
+                if (l.segments[j].stage == st)
+                    sum += g.segments[j].sum;
+            StageSummary ss;
+            ss.name = l.stages[st].name;
+            ss.id = stage_id(ss.name);
+            ss.column = l.stages[st].column;
+            ss.not_recorded = l.stages[st].not_recorded;
+            ss.merged = l.stages[st].merged;
+            ss.mean_us = gs.n ? static_cast<double>(sum) / gs.n / 1e3 : 0;
+            ss.share = g.e2e.sum ? static_cast<double>(sum) / static_cast<double>(g.e2e.sum) : 0;
+            ss.avg_qd = gs.rate * ss.mean_us / 1e6;
+            ss.sd_us = sample_sd(gs.n, ss.mean_us, g.stage_sq[st]);
+            ss.hist = g.stage_hist[st];
+            gs.stages.push_back(std::move(ss));
+        }
+
+        auto row = [&](std::string name, int depth, bool merged, const Accumulator& a) {
+            ComponentSummary c;
+            c.name = std::move(name);
+            c.id = component_id(c.name);
+            c.depth = depth;
+            c.merged = merged;
+            c.n = a.n;
+            c.mean_us = a.mean_us();
+            c.avg_qd = rate_of(a.n) * c.mean_us / 1e6;
+            c.p50_us = a.hist.quantile(0.50) / 1e3;
+            c.p99_us = a.hist.quantile(0.99) / 1e3;
+            c.min_us = a.n ? static_cast<double>(a.min) / 1e3 : 0;
+            c.negative = a.negative;
+            return c;
+        };
+        for (size_t j = 0; j < l.segments.size(); j++) {
+            if (l.segments[j].seam)
+                continue;  // joined view: 0 by construction (ComponentDef::seam)
+            gs.components.push_back(
+                row(l.segments[j].name, 0, l.segments[j].merged, g.segments[j]));
+            for (size_t d = 0; d < l.details.size(); d++)
+                if (l.details[d].segment == j && g.details[d].n)  // recorded for some
+                    gs.components.push_back(row(l.details[d].name, 1, false, g.details[d]));
+        }
+        gs.components.push_back(row("end to end", 0, false, g.e2e));
+
+        if (g.side == Side::host || !any_host) {
+            auto it = std::find_if(s.throughput.begin(), s.throughput.end(),
+                                   [&](const OpThroughput& t) { return t.op == g.op; });
+            if (it == s.throughput.end())
+                it = s.throughput.insert(s.throughput.end(), OpThroughput{g.op, 0, 0});
+            it->iops += gs.rate;
+            it->bytes_per_s += gs.bytes_per_s;
+        }
+        s.groups.push_back(std::move(gs));
+    }
+    return s;
+}
+
+}  // namespace nvmetrace

@@ -1,0 +1,245 @@
+// Statistics of finished commands, per group (op, size, device).
+//
+// Stats takes the Assembler's commands one at a time and keeps, per group,
+// fixed-size accumulators: exact sums (so means, and the sum of stages, are
+// exact to the nanosecond) and log-linear histograms for percentiles (bounded
+// relative error, see Histogram).  Memory does not grow with the number of
+// commands.  summary() turns them into the numbers the report prints;
+// interval snapshots (every `interval_ns`) feed the live lines.
+#pragma once
+
+#include "analysis/components.h"
+
+#include <stdint.h>
+
+#include <algorithm>
+#include <array>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <tuple>
+#include <unordered_map>
+#include <vector>
+
+namespace nvmetrace {
+
+// Counts of values in log-linear buckets: exact below 2^kSubBits ns, then
+// 2^kSubBits buckets per power of two.  A quantile is the midpoint of the
+// bucket holding the nearest-rank value, clamped to the observed min and max,
+// so it is within kMaxRelativeError of the exact nearest-rank value.  Memory
+// grows only with the largest value seen (about 8 KiB per power of two above
+// 1 us).
+class Histogram {
+public:
+    static constexpr int kSubBits = 10;
+    static constexpr double kMaxRelativeError = 1.0 / (2 << kSubBits);  // 0.049 %
+
+    void add(int64_t v);  // negative values count as 0
+    void merge(const Histogram& other);
+    void clear();
+
+    uint64_t count() const { return n_; }
+    int64_t min() const { return min_; }
+    int64_t max() const { return max_; }
+    // Nearest rank: the smallest value with at least ceil(q * count) values at
+    // or below it.  0 when empty.
+    double quantile(double q) const;
+    // fn(low, count) for every non-empty bucket, in value order (for rank tests:
+    // two histograms share their buckets).
+    template <class Fn>
+    void for_each_bucket(Fn&& fn) const {
+        for (size_t b = 0; b < counts_.size(); b++)
+            if (counts_[b])
+                fn(bucket_low(b), counts_[b]);
+    }
+
+private:
+    static size_t bucket(uint64_t v);
+    static uint64_t bucket_low(size_t b);
+    static uint64_t bucket_width(size_t b);
+
+    std::vector<uint64_t> counts_;
+    uint64_t n_ = 0;
+    int64_t min_ = 0, max_ = 0;
+};
+
+// Sum, count and histogram of one duration.
+struct Accumulator {
+    uint64_t n = 0;
+    int64_t sum = 0;  // ns; exact
+    int64_t min = INT64_MAX;
+    uint64_t negative = 0;  // values below 0: events out of causal order
+    Histogram hist;
+
+    void add(int64_t v) {
+        n++;
+        sum += v;
+        min = std::min(min, v);
+        negative += v < 0;
+        hist.add(v);
+    }
+    double mean_us() const { return n ? static_cast<double>(sum) / n / 1e3 : 0.0; }
+};
+
+// ----------------------------------------------------------------- summaries
+
+struct StageSummary {
+    std::string name;
+    StageColumn column;
+    bool not_recorded = false;  // the target's side is inside, unrecorded
+    bool merged = false;        // several stages: a boundary record is missing
+    double mean_us = 0;
+    double share = 0;   // of the end-to-end mean, 0..1
+    double avg_qd = 0;  // commands in this stage on average (Little's law)
+    double sd_us = 0;   // standard deviation over the group's commands
+    Histogram hist;     // the per-command times (compare's rank test)
+    std::string id{};   // stable (stage_id()): what JSON and compare key on
+};
+
+struct ComponentSummary {
+    std::string name;
+    int depth = 0;  // 1: a detail inside the row above
+    bool merged = false;
+    uint64_t n = 0;
+    double mean_us = 0, avg_qd = 0, p50_us = 0, p99_us = 0;
+    double min_us = 0;      // the smallest of one command
+    uint64_t negative = 0;  // commands for which it came out negative
+    std::string id{};       // stable (component_id())
+};
+
+struct GroupSummary {
+    std::string label;  // "read 4KiB nvme1n1", + " (no nvme_setup_cmd)" if merged
+    Op op = Op::read;
+    std::string size_label;  // "4KiB", or "8 blocks" when the block size is unknown
+    uint64_t size = 0;
+    std::string device;
+    bool passthru = false;  // passthrough commands (NVMe generic char device): no bio
+    View view = View::host_only;
+    std::vector<std::string> missing;  // hooks with no record for these commands
+    uint64_t n = 0;                    // sampled commands
+    double rate = 0;                   // estimated commands/s (n * N / duration)
+    double bytes_per_s = 0;            // estimated
+    double mean_us = 0, p50_us = 0, p99_us = 0, p999_us = 0;
+    double avg_qd = 0;  // end to end
+    double sd_us = 0;   // of the end to end
+    Histogram hist;     // of the end to end
+    std::vector<StageSummary> stages;
+    std::vector<ComponentSummary> components;  // path order, then "end to end"
+};
+
+struct OpThroughput {
+    Op op = Op::read;
+    double iops = 0;
+    double bytes_per_s = 0;
+};
+
+struct Summary {
+    double duration_s = 0;
+    uint32_t sample_n = 1;
+    std::vector<OpThroughput> throughput;  // per op present; host commands if any
+    std::vector<GroupSummary> groups;      // ordered by op, size, device
+    uint64_t failed = 0;                   // non-zero status: not in any group
+};
+
+struct IntervalRow {
+    std::string label;
+    View view = View::host_only;
+    uint64_t n = 0;
+    double rate = 0;  // estimated commands/s
+    double mean_us = 0, p99_us = 0;
+    // Share of the mean per live column; marker '*' (not recorded) or '+'
+    // (merged with the next stages), or 0.
+    std::array<std::optional<double>, kStageColumns> share{};
+    std::array<char, kStageColumns> marker{};
+};
+
+struct Interval {
+    double start_s = 0, end_s = 0;  // since the origin
+    std::vector<IntervalRow> rows;  // groups with commands in the interval
+};
+
+// ----------------------------------------------------------------- stats
+
+class Stats {
+public:
+    struct Options {
+        uint32_t sample_n = 1;     // 1 of N commands sampled
+        uint64_t interval_ns = 0;  // 0: no interval snapshots
+        uint64_t origin_ns = 0;    // start of the recording; 0: first command's first event
+        std::span<const ComponentDef> table = kComponents;
+    };
+    using IntervalSink = std::function<void(const Interval&)>;
+
+    Stats(const DeviceTable& devices, Options opts, IntervalSink sink = {});
+    ~Stats();
+    Stats(const Stats&) = delete;
+    Stats& operator=(const Stats&) = delete;
+
+    // The device part of a host group's label (default: the disk's name);
+    // with it, host groups are also split per recording and controller
+    // (Command::origin, cntlid).  Before the first add().
+    void set_device_label(std::function<std::string(const Command&)> fn) {
+        device_label_ = std::move(fn);
+    }
+
+    // A command from the Assembler.  Commands must come in order of their
+    // last event (the Assembler's order) for the intervals to be right.
+    void add(const Command& cmd);
+    // Closes the intervals that ended at or before `now_ns` (call it on idle
+    // ticks so that quiet intervals still produce a snapshot).
+    void advance(uint64_t now_ns);
+    // Closes the current interval early, at `end_ns` (end of the recording).
+    void flush_interval(uint64_t end_ns);
+
+    // Everything added so far.  duration_ns: length of the recording, for the
+    // rates; 0 uses first event to last event of the commands seen.
+    Summary summary(uint64_t duration_ns = 0) const;
+
+    uint64_t commands() const { return commands_; }
+
+private:
+    struct Key {
+        Op op;
+        bool size_in_blocks;
+        uint64_t size;
+        Side side;
+        uint32_t dev;     // host
+        uint16_t origin;  // host: which recording
+        uint16_t cntlid;  // host: its controller
+        uint32_t nsid;    // target
+        View view;
+        uint32_t missing;  // required boundaries on its path with no record
+        uint32_t present;  // layout_key(): the events on the command's path
+        auto tie() const {
+            return std::tie(op, size_in_blocks, size, side, dev, origin, cntlid, nsid, view,
+                            missing, present);
+        }
+        bool operator<(const Key& o) const { return tie() < o.tie(); }
+    };
+    struct Group;
+
+    Group& group_for(const Command& cmd);
+    void close_interval(uint64_t end_ns);
+
+    const DeviceTable& devices_;
+    Options opts_;
+    std::function<std::string(const Command&)> device_label_;
+    // (present << 8 | view) -> (missing_boundaries, layout_key)
+    std::unordered_map<uint64_t, std::pair<uint32_t, uint32_t>> paths_;
+    IntervalSink sink_;
+    std::map<Key, std::unique_ptr<Group>> groups_;
+    Group* last_ = nullptr;  // most commands go to the group of the one before
+    Key last_key_{};
+    uint64_t commands_ = 0, failed_ = 0;
+    uint64_t first_ts_ = UINT64_MAX, last_ts_ = 0;
+    uint64_t origin_ = 0, interval_start_ = 0;
+    bool started_ = false;
+};
+
+// "4KiB", "128KiB", "1MiB", "512B", "6000B"
+std::string size_label(uint64_t bytes);
+
+}  // namespace nvmetrace

@@ -1,0 +1,284 @@
+// nvmetrace: control the nvmetrace module and read what it records.
+//
+// Exit status: 0 success, 1 error (one line on stderr), 2 usage error.
+#include "cmd/bench.h"
+#include "cmd/compare.h"
+#include "cmd/dmacost.h"
+#include "cmd/pool.h"
+#include "cmd/probe.h"
+#include "cmd/record.h"
+#include "cmd/report.h"
+#include "cmd/status.h"
+#include "kernel/genl.h"
+#include "util/error.h"
+#include "version.h"
+
+#include <stdio.h>
+
+#include <exception>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+namespace nvmetrace {
+namespace {
+
+constexpr int kExitError = 1;
+constexpr int kExitUsage = 2;
+
+// Tool version, then the module's if it is loaded.  Never fails: a version
+// query that goes wrong is reported on the module line.
+std::string version_text() {
+    std::string out = fmt::format("nvmetrace {}\n", kToolVersion);
+    try {
+        GenlClient client;
+        ModuleVersion v = client.get_version();
+        out += fmt::format("module {} (ABI {}, ring layout {})", v.module_version, v.abi_version,
+                           v.ring_version);
+    } catch (const ModuleNotLoaded&) {
+        out += "module not loaded";
+    } catch (const std::exception& e) {
+        out += fmt::format("module: {}", e.what());
+    }
+    return out;
+}
+
+int cmd_status(bool json) {
+    GenlClient client;
+    ModuleVersion version = client.get_version();
+    Status status = client.get_status();
+    if (json)
+        fmt::print("{}\n", status_json(version, status).dump(2));
+    else
+        fmt::print("{}", status_text(version, status));
+    return 0;
+}
+
+int cmd_pool(bool json, const std::string& dev_arg) {
+    std::optional<BlockDevice> dev;
+    if (!dev_arg.empty())
+        dev = resolve_block_device(dev_arg);
+    GenlClient client;
+    PoolInfo pool = client.pool_get(dev ? std::optional<uint32_t>(dev->dev) : std::nullopt);
+    const std::string name = dev ? dev->name : "";
+    if (json)
+        fmt::print("{}\n", pool_json(pool, name).dump(2));
+    else
+        fmt::print("{}", pool_text(pool, name));
+    return 0;
+}
+
+int cmd_dmacost(bool json, const std::string& dev_arg, uint32_t iters) {
+    const BlockDevice dev = resolve_block_device(dev_arg);
+    GenlClient client;
+    DmaCost cost = client.dma_cost(dev.dev, iters);
+    if (json)
+        fmt::print("{}\n", dmacost_json(cost, dev.name).dump(2));
+    else
+        fmt::print("{}", dmacost_text(cost, dev.name));
+    return 0;
+}
+
+int run(int argc, char** argv) {
+    CLI::App app{"Per-command NVMe latency tracing (host and target)", "nvmetrace"};
+    app.set_version_flag("--version", version_text);
+    app.require_subcommand(1);
+
+    bool json = false;
+    CLI::App* status = app.add_subcommand("status", "Show the module's version, state and rings");
+    status->add_flag("--json", json, "Print one JSON object instead of a table");
+
+    RecordOptions rec;
+    rec.command_line.assign(argv, argv + argc);
+    CLI::App* record = app.add_subcommand("record", "Record sampled commands into a file");
+    record->add_option("-r,--role", rec.roles, "host and/or target (-r host -r target for both)")
+        ->required()
+        ->check(CLI::IsMember({"host", "target"}));
+    record->add_option("-t,--transport", rec.transport, "Only controllers of this transport")
+        ->check(CLI::IsMember({"tcp", "rdma"}));
+    record->add_option("-s,--sample", rec.sample, "Record 1 of N commands (default 1: all)")
+        ->check(CLI::PositiveNumber);
+    record->add_option("--seed", rec.seed, "Sampling hash seed (both sides must use the same)");
+    record->add_option("-d,--duration", rec.duration_s, "Seconds to record (default: until Ctrl-C)")
+        ->check(CLI::NonNegativeNumber);
+    record->add_option("-i,--interval", rec.interval_s, "Print a live line every SECS")
+        ->check(CLI::NonNegativeNumber);
+    record->add_option("-o,--output", rec.output, "Recording file")->required();
+    record->add_option("--zstd", rec.zstd_level,
+                       "zstd level of the records: 1..19, negative for zstd's fast levels, 0 "
+                       "stored raw (default: 0 at -s 1, where CPU matters more than size; else 1)");
+    record->add_option("--dev", rec.devices,
+                       "Host namespace to trace (default: every NVMe-oF one)");
+    record->add_flag("--detail", rec.detail, "Print the component table in the summary");
+
+    ProbeOptions probe_opts;
+    CLI::App* probe = app.add_subcommand("probe", "Which hooks can attach on this kernel");
+    probe->add_option("-r,--role", probe_opts.roles, "host and/or target")
+        ->required()
+        ->check(CLI::IsMember({"host", "target"}));
+    probe->add_option("-t,--transport", probe_opts.transport, "tcp or rdma")
+        ->check(CLI::IsMember({"tcp", "rdma"}));
+
+    bool pool_json_out = false;
+    std::string pool_dev;
+    CLI::App* pool = app.add_subcommand(
+        "pool", "Show the module's premapped-buffer test pool and the kernel's blk_iobuf pool");
+    pool->add_flag("--json", pool_json_out, "Print one JSON object");
+    pool->add_option("--dev", pool_dev,
+                     "Block device whose queue's blk_iobuf pool to show (kernels that have one)");
+
+    bool dma_json = false;
+    std::string dma_dev;
+    uint32_t dma_iters = 0;
+    CLI::App* dmacost = app.add_subcommand(
+        "dmacost", "DMA map+unmap cost per I/O size on a block device's DMA device");
+    dmacost->add_option("device", dma_dev, "Block device: /dev/nvme0n1, nvme0n1 or MAJ:MIN")
+        ->required();
+    dmacost
+        ->add_option("-n,--iterations", dma_iters,
+                     fmt::format("Iterations per size, 1..{} (default {})", NVMETRACE_DMA_ITERS_MAX,
+                                 NVMETRACE_DMA_ITERS_DEFAULT))
+        ->check(CLI::Range(1, NVMETRACE_DMA_ITERS_MAX));
+    dmacost->add_flag("--json", dma_json, "Print one JSON object");
+
+    CLI::App* stop =
+        app.add_subcommand("stop", "Stop a recording (one whose recorder is gone stops by itself)");
+
+    ReportCommandOptions rep;
+    CLI::App* report = app.add_subcommand("report", "Where the recorded commands spent their time");
+    report->add_option("files", rep.files, "Recordings")->required();
+    report->add_flag("--detail", rep.detail, "Every component in path order, with p50/p99");
+    report->add_flag("--json", rep.json, "JSON instead of text");
+    report->add_flag("--no-join", rep.no_join,
+                     "Report the host's and the target's commands apart, without joining them");
+    report->add_flag("--commands", rep.commands,
+                     "One JSON line per command (its events' timestamps) instead of the report");
+
+    CompareOptions cmp;
+    std::vector<std::string> cmp_runs;
+    double min_change_pct = cmp.rule.min_change * 100, min_share_pct = cmp.rule.min_share * 100;
+    CLI::App* compare = app.add_subcommand(
+        "compare", "Two runs side by side: per group and stage, A, B, delta, ratio, what moved");
+    compare->add_option("runs", cmp_runs, "A.ntr B.ntr: one recording per run");
+    compare->add_option("--a", cmp.a, "Recordings of run A (e.g. its host's and target's)");
+    compare->add_option("--b", cmp.b, "Recordings of run B");
+    compare->add_flag("--json", cmp.json, "JSON instead of text");
+    compare->add_option("--confidence", cmp.rule.confidence,
+                        "Two-sided confidence that a difference of means is not noise (0.999)");
+    compare->add_option("--min-change", min_change_pct,
+                        "Smallest change that counts, % of A's stage mean (10)");
+    compare->add_option("--min-share", min_share_pct,
+                        "Smallest change that counts, % of A's end to end (2)");
+    report->add_option("--join-window", rep.join_window_s,
+                       "Seconds a command waits for its partner on the other side (2)");
+    BenchOptions bo;
+    bo.command_line.assign(argv, argv + argc);
+    bo.buf.clear();  // malloc, or pool for --premap-proof
+    CLI::App* bench = app.add_subcommand(
+        "bench", "I/O benchmark through the block device (O_DIRECT) or NVMe passthrough (/dev/ng)");
+    bench->add_option("device", bo.device, "/dev/nvmeXnY (block path) or /dev/ngXnY (passthrough)")
+        ->required();
+    bench->add_option("-p,--pattern", bo.pattern, "randread, randwrite, read or write")
+        ->capture_default_str();
+    bench->add_option("-b,--size", bo.size, "I/O size (512, 4k, 2m)")->capture_default_str();
+    bench->add_option("-q,--qd", bo.qd, "Queue depth per thread")->capture_default_str();
+    bench->add_option("-j,--threads", bo.threads, "Threads, one io_uring each")
+        ->capture_default_str();
+    bench->add_option("-d,--duration", bo.duration_s, "Measured seconds per cell")
+        ->capture_default_str()
+        ->check(CLI::NonNegativeNumber);
+    bench->add_option("-n,--ios", bo.ios, "Measure this many I/Os instead of a duration");
+    bench->add_option("--ramp", bo.ramp_s, "Unmeasured seconds at the start of every cell")
+        ->check(CLI::NonNegativeNumber);
+    bench->add_option("--warmup", bo.warmup_s, "Unmeasured seconds once before the first cell")
+        ->check(CLI::NonNegativeNumber);
+    bench->add_option("--buf", bo.buf, "Buffers: malloc, hugepage or pool (the module's)");
+    bench->add_flag("--fixed", bo.fixed, "Register malloc/hugepage buffers as fixed buffers");
+    bench->add_option("--cpus", bo.cpus, "Pin thread i to the i-th CPU of this list (0-3,6)");
+    bench->add_option("--target-cpus", bo.target_cpus,
+                      "CPUs left out of busy_cores (the target's cores)");
+    bench->add_option("--offset", bo.offset, "First byte of the device to use");
+    bench->add_option("--span", bo.span, "Bytes of the device to use (default: to the end)");
+    bench->add_option("--seed", bo.seed, "Seed of the random offsets");
+    bench->add_option("--profile", bo.profile, "Matrix: aisio or kv")
+        ->check(CLI::IsMember({"aisio", "kv"}));
+    bench->add_option("--sizes", bo.sizes, "Override the profile's sizes (4k,64k)");
+    bench->add_option("--qds", bo.qds, "Override the profile's queue depths (1,16)");
+    bench->add_option("--thread-list", bo.thread_list, "Override the profile's thread counts");
+    bench->add_option("--reps", bo.reps, "Repetitions of every cell")->capture_default_str();
+    bench->add_option("-o,--output", bo.output, "CSV file (a .meta sidecar is written next to it)");
+    bench->add_flag("--record", bo.record, "Store an nvmetrace recording per cell (needs -o)");
+    bench->add_option("--record-sample", bo.record_sample, "Record 1 of N commands")
+        ->check(CLI::PositiveNumber);
+    bench->add_flag("--premap-proof", bo.premap_proof,
+                    "One passthrough read a block over max_hw_sectors_kb, from a pool buffer");
+    bench->add_flag("--json", bo.json, "Print the cells as JSON instead of text");
+
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::CallForHelp& e) {
+        return app.exit(e);
+    } catch (const CLI::CallForAllHelp& e) {
+        return app.exit(e);
+    } catch (const CLI::CallForVersion& e) {
+        return app.exit(e);
+    } catch (const CLI::ParseError& e) {
+        // CLI11 reports an unknown command as a missing subcommand.
+        const std::vector<std::string> extra = app.remaining();
+        if (!extra.empty() && app.get_subcommands().empty())
+            fmt::print(stderr, "nvmetrace: unknown {} '{}' (see nvmetrace --help)\n",
+                       extra.front().starts_with('-') ? "option" : "command", extra.front());
+        else
+            fmt::print(stderr, "nvmetrace: {} (see nvmetrace --help)\n", e.what());
+        return kExitUsage;
+    }
+
+    if (status->parsed())
+        return cmd_status(json);
+    if (record->parsed())
+        return run_record(rec);
+    if (probe->parsed())
+        return run_probe(probe_opts);
+    if (pool->parsed())
+        return cmd_pool(pool_json_out, pool_dev);
+    if (dmacost->parsed())
+        return cmd_dmacost(dma_json, dma_dev, dma_iters);
+    if (stop->parsed()) {
+        GenlClient client;
+        client.stop();
+        return 0;
+    }
+    if (report->parsed())
+        return run_report(rep);
+    if (compare->parsed()) {
+        if (!cmp_runs.empty()) {
+            if (cmp_runs.size() != 2 || !cmp.a.empty() || !cmp.b.empty())
+                throw Error(
+                    "compare: give two recordings (compare A.ntr B.ntr), or each run's "
+                    "recordings with --a and --b (compare --a H.ntr T.ntr --b H2.ntr T2.ntr)");
+            cmp.a = {cmp_runs[0]};
+            cmp.b = {cmp_runs[1]};
+        }
+        cmp.rule.min_change = min_change_pct / 100;
+        cmp.rule.min_share = min_share_pct / 100;
+        return run_compare(cmp);
+    }
+    if (bench->parsed())
+        return run_bench(bo);
+    return kExitUsage;  // unreachable: require_subcommand(1)
+}
+
+}  // namespace
+}  // namespace nvmetrace
+
+int main(int argc, char** argv) {
+    try {
+        return nvmetrace::run(argc, argv);
+    } catch (const std::exception& e) {
+        fmt::print(stderr, "nvmetrace: {}\n", e.what());
+        return nvmetrace::kExitError;
+    }
+}

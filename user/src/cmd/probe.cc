@@ -1,0 +1,157 @@
+#include "cmd/probe.h"
+
+#include "cmd/record.h"
+#include "kernel/genl.h"
+#include "util/error.h"
+
+#include <linux/nvmetrace.h>
+
+#include <cerrno>
+#include <filesystem>
+
+#include <fmt/core.h>
+
+namespace nvmetrace {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+const char* state_word(uint32_t state) {
+    switch (state) {
+        case NVMETRACE_HOOK_ATTACHED:
+            return "ok";
+        case NVMETRACE_HOOK_WAITING:
+            return "wait";
+        case NVMETRACE_HOOK_ABSENT:
+            return "absent";
+        case NVMETRACE_HOOK_FAILED:
+            return "FAIL";
+        case NVMETRACE_HOOK_INLINED:
+            return "inline";
+        case NVMETRACE_HOOK_SPARE:
+            return "spare";
+        default:
+            return "-";
+    }
+}
+
+// The transport a hook belongs to: "tcp", "rdma", or "" for the generic hooks
+// (block layer, nvme core, nvmet core).
+std::string_view transport_of(std::string_view hook) {
+    const std::string_view m = transport_module(hook);
+    return m.empty() ? m : m.substr(m.find('_') + 1);
+}
+
+}  // namespace
+
+int run_probe(const ProbeOptions& opts) {
+    uint32_t role = 0;
+    for (const auto& r : opts.roles)
+        role |= r == "host" ? NVMETRACE_ROLE_HOST : NVMETRACE_ROLE_TARGET;
+    if (!role)
+        throw Error("probe: -r host or -r target");
+    if (!opts.transport.empty() && opts.transport != "tcp" && opts.transport != "rdma")
+        throw Error(fmt::format("probe: -t {}: the transport is tcp or rdma", opts.transport));
+
+    const bool btf = fs::exists("/sys/kernel/btf/vmlinux");
+    fmt::print("kernel BTF: {}\n", btf ? "yes" : "no (CONFIG_DEBUG_INFO_BTF off)");
+    fmt::print(
+        "function hooks: ftrace (one shared ops), else a kprobe each; tracepoints by name\n\n");
+
+    GenlClient genl;
+    if (genl.get_status().state == State::kRecording)
+        throw Error(
+            "probe: the module is recording now; probe attaches hooks itself, so run it "
+            "when no recording is going on");
+
+    // Attach for real, with a sampling rate no command meets in practice and
+    // no device (host), then read back each hook's state and detach.
+    StartArgs start;
+    start.role = role;
+    start.sample = 0xffffffffu;
+    const LayoutNotes layouts = fill_layouts(role, start);
+    const std::string layout_note =
+        layouts.nvmet_error.empty() ? "nvmet layout from BTF: ok" : layouts.nvmet_error;
+    std::vector<HookInfo> hooks;
+    std::string start_error;
+    if (!(role & NVMETRACE_ROLE_TARGET) || !start.layout.empty()) {
+        try {
+            genl.start(start);
+            hooks = genl.get_hooks();
+            genl.stop();
+        } catch (const Error& e) {
+            start_error = e.what();
+        }
+    }
+
+    bool ok = start_error.empty() && (role != NVMETRACE_ROLE_TARGET || !start.layout.empty());
+    for (uint32_t side : {NVMETRACE_ROLE_HOST, NVMETRACE_ROLE_TARGET}) {
+        if (!(role & side))
+            continue;
+        const bool host = side == NVMETRACE_ROLE_HOST;
+        const char* mod = host ? "nvme_core" : "nvmet";
+        fmt::print("{} (module {}: {})\n", host ? "host" : "target", mod,
+                   fs::exists(fmt::format("/sys/module/{}", mod)) ? "loaded" : "not loaded");
+        if (!host && !layout_note.empty())
+            fmt::print("  {}\n", layout_note);
+        if (!opts.transport.empty()) {
+            // the transport module of this side and its private layout
+            const std::string tmod = fmt::format("{}_{}", host ? "nvme" : "nvmet", opts.transport);
+            const std::string& err = tmod == "nvme_tcp"    ? layouts.tcp_error
+                                     : tmod == "nvmet_tcp" ? layouts.tcpt_error
+                                     : tmod == "nvme_rdma" ? layouts.rdma_error
+                                                           : layouts.rdmat_error;
+            fmt::print("  {} (module {}, BTF layout: {})\n", opts.transport, tmod,
+                       !fs::exists("/sys/module/" + tmod) ? "module not loaded"
+                       : err.empty()                      ? "ok"
+                                                          : err);
+        }
+        for (const auto& h : hooks) {
+            if (!(h.role & side))
+                continue;
+            const std::string_view tr = transport_of(h.name);
+            if (!opts.transport.empty() && !tr.empty() && tr != opts.transport)
+                continue;
+            std::string note;
+            uint32_t state = h.state;
+            if (h.state == NVMETRACE_HOOK_FAILED && h.error == -ENODATA) {
+                // a transport hook whose private layout was not found
+                const std::string_view lmod = transport_module(h.name);
+                const std::string& why = lmod == "nvme_tcp"     ? layouts.tcp_error
+                                         : lmod == "nvmet_tcp"  ? layouts.tcpt_error
+                                         : lmod == "nvme_rdma"  ? layouts.rdma_error
+                                         : lmod == "nvmet_rdma" ? layouts.rdmat_error
+                                                                : layouts.nvmet_error;
+                note = fmt::format("needs {}'s layout: {}", lmod, why);
+                if (!fs::exists(fmt::format("/sys/module/{}", lmod))) {
+                    state = NVMETRACE_HOOK_WAITING;
+                    note =
+                        fmt::format("its module {} is not loaded: load it before recording", lmod);
+                }
+            } else if (h.state == NVMETRACE_HOOK_WAITING)
+                note = "its module is not loaded (attaches when it is)";
+            else if (h.state == NVMETRACE_HOOK_ABSENT)
+                note = "not in this kernel";
+            else if (h.state == NVMETRACE_HOOK_INLINED)
+                note = "inlined in this kernel: its stand-in records its events";
+            else if (h.state == NVMETRACE_HOOK_SPARE)
+                note = "a stand-in, not needed: the hooks it stands in for are attached";
+            else if (h.state == NVMETRACE_HOOK_FAILED)
+                note = fmt::format("attach failed: error {}", h.error);
+            fmt::print("  {:<6} {:<28} {:<10} {}\n", state_word(state), h.name,
+                       h.kind == NVMETRACE_HOOK_FTRACE   ? "ftrace"
+                       : h.kind == NVMETRACE_HOOK_KPROBE ? "kprobe"
+                                                         : "tracepoint",
+                       note);
+            if (state == NVMETRACE_HOOK_FAILED || state == NVMETRACE_HOOK_ABSENT)
+                ok = false;
+        }
+    }
+    if (!start_error.empty())
+        fmt::print("  {}\n", start_error);
+    fmt::print("  load: {}\n", ok ? "ok" : "FAILED");
+    return ok ? 0 : 1;
+}
+
+}  // namespace nvmetrace

@@ -1,0 +1,428 @@
+#include "cmd/record.h"
+
+#include "analysis/assembler.h"
+#include "analysis/join.h"
+#include "analysis/stats.h"
+#include "format/recfile.h"
+#include "kernel/btf_layout.h"
+#include "kernel/devices.h"
+#include "kernel/genl.h"
+#include "kernel/ring_reader.h"
+#include "report/printer.h"
+#include "util/error.h"
+#include "version.h"
+
+#include <signal.h>
+#include <time.h>
+#include <unistd.h>
+#include <zstd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <optional>
+
+#include <fmt/core.h>
+#include <fmt/ranges.h>
+
+namespace nvmetrace {
+
+namespace {
+
+std::atomic<bool> g_stop{false};
+
+void on_signal(int) {
+    g_stop.store(true);
+}
+
+uint64_t monotonic_ns() {
+    timespec ts{};
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+// Ctrl-C and SIGTERM end the recording cleanly (no SA_RESTART: the poll
+// sleep is cut short).
+void install_signals() {
+    struct sigaction sa {};
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, nullptr);
+    sigaction(SIGTERM, &sa, nullptr);
+}
+
+uint32_t roles_mask(const std::vector<std::string>& roles) {
+    uint32_t mask = 0;
+    for (const auto& r : roles) {
+        if (r == "host")
+            mask |= NVMETRACE_ROLE_HOST;
+        else if (r == "target")
+            mask |= NVMETRACE_ROLE_TARGET;
+        else
+            throw Error(fmt::format("-r {}: the role is host or target", r));
+    }
+    if (!mask)
+        throw Error("no role: -r host or -r target");
+    return mask;
+}
+
+std::string role_name(uint32_t mask) {
+    if (mask == (NVMETRACE_ROLE_HOST | NVMETRACE_ROLE_TARGET))
+        return "host+target";
+    return mask & NVMETRACE_ROLE_HOST ? "host" : "target";
+}
+
+std::string sampling_words(uint32_t n) {
+    return n == 1 ? "every command" : fmt::format("1 of {} commands", n);
+}
+
+// Hooks asked for that do not run (their function is absent or inlined in
+// this kernel, their module is not loaded, their layout is unknown): their
+// components are merged with their neighbours', never made up.
+void report_hooks(GenlClient& genl, const std::string& transport) {
+    for (const auto& h : genl.get_hooks()) {
+        const std::string_view mod = transport_module(h.name);
+        // another transport's hooks, its module not loaded: nothing to say
+        if (!mod.empty() &&
+            (h.state == NVMETRACE_HOOK_WAITING ||
+             (h.state == NVMETRACE_HOOK_FAILED && h.error == -ENODATA)) &&
+            !std::filesystem::exists(fmt::format("/sys/module/{}", mod)) &&
+            (transport.empty() || !mod.ends_with(transport)))
+            continue;
+        const char* why = nullptr;
+        switch (h.state) {
+            case NVMETRACE_HOOK_WAITING:
+                why = "WAITING (its module is not loaded, or the function is not in it)";
+                break;
+            case NVMETRACE_HOOK_ABSENT:
+                why = "ABSENT in this kernel";
+                break;
+            case NVMETRACE_HOOK_FAILED:
+                why = h.error == -ENODATA ? "FAILED: its struct layout is unknown (BTF)" : "FAILED";
+                break;
+            default:
+                break;
+        }
+        if (why)
+            fmt::print(stderr, "nvmetrace: hook {}: {} (error {})\n", h.name, why, h.error);
+    }
+}
+
+}  // namespace
+
+std::string_view transport_module(std::string_view hook) {
+    for (std::string_view m : {"nvme_tcp", "nvmet_tcp", "nvme_rdma", "nvmet_rdma"})
+        if (hook.starts_with(m) && hook.size() > m.size() && hook[m.size()] == '_')
+            return m;
+    return "";
+}
+
+LayoutNotes fill_layouts(uint32_t role, StartArgs& start) {
+    LayoutNotes notes;
+    if (role & NVMETRACE_ROLE_TARGET) {
+        BtfLayout btf = BtfLayout::load("nvmet");
+        auto l = btf.ok() ? btf.nvmet() : std::nullopt;
+        if (l)
+            start.layout = {l->req_cmd.offset, l->req_cqe.offset, l->req_sq.offset,
+                            l->sq_ctrl.offset, l->sq_qid.offset,  l->ctrl_cntlid.offset};
+        else
+            notes.nvmet_error = "nvmet's layout: " + btf.error();
+    }
+    // Likewise nvmet-tcp's for the target's transport hooks, which read
+    // nvmet's fields as well: only with nvmet's layout.
+    if ((role & NVMETRACE_ROLE_TARGET) && !start.layout.empty()) {
+        BtfLayout btf = BtfLayout::load("nvmet_tcp");
+        auto l = btf.ok() ? btf.nvmet_tcp() : std::nullopt;
+        if (l)
+            start.tcpt_layout = l->offsets;
+        else
+            notes.tcpt_error = btf.error();
+    }
+    // Without nvme-tcp's layout (nvme_tcp not loaded, no module BTF) its
+    // hooks stay off and the analysis merges the components they would split.
+    if (role & NVMETRACE_ROLE_HOST) {
+        BtfLayout btf = BtfLayout::load("nvme_tcp");
+        auto l = btf.ok() ? btf.nvme_tcp() : std::nullopt;
+        if (l)
+            start.tcp_layout = l->offsets;
+        else
+            notes.tcp_error = btf.error();
+        BtfLayout rdma = BtfLayout::load("nvme_rdma");
+        auto r = rdma.ok() ? rdma.nvme_rdma() : std::nullopt;
+        if (r)
+            start.rdma_layout = r->offsets;
+        else
+            notes.rdma_error = rdma.error();
+    }
+    // nvmet-rdma's hooks read nvmet's fields as well: only with nvmet's layout.
+    if ((role & NVMETRACE_ROLE_TARGET) && !start.layout.empty()) {
+        BtfLayout btf = BtfLayout::load("nvmet_rdma");
+        auto l = btf.ok() ? btf.nvmet_rdma() : std::nullopt;
+        if (l)
+            start.rdmat_layout = l->offsets;
+        else
+            notes.rdmat_error = btf.error();
+    }
+    return notes;
+}
+
+RecordingWriterOptions recorder_writer_options(uint32_t sample, std::optional<int> zstd_level) {
+    RecordingWriterOptions wopts;
+    // A block at least every second: a recorder killed or a machine that
+    // loses power keeps all but the last second.
+    wopts.flush_interval = std::chrono::seconds(1);
+    // Every command sampled means many records a second: stored raw.  zstd
+    // costs ~13 instructions a byte even at its fast level -5 (~640 a
+    // record, more than all the rest of the recorder; tools/bench-record;
+    // in the icount guest +10k instructions per 4k I/O) for a file ~4.6x
+    // smaller.
+    if (sample == 1)
+        wopts.zstd_level = 0;
+    if (zstd_level)
+        wopts.zstd_level = *zstd_level;
+    // Raw, a drain's worth of records at high rates goes to the file as it
+    // is, without a copy into the writer's buffer.  Compressed blocks stay
+    // large: zstd starts afresh for each one.
+    if (wopts.zstd_level == 0)
+        wopts.direct_records = 1024;
+    return wopts;
+}
+
+int run_record(const RecordOptions& opts) {
+    const uint32_t role = roles_mask(opts.roles);
+    if (opts.sample == 0)
+        throw Error("-s 0: sample 1 of N commands, N >= 1");
+    if (opts.output.empty())
+        throw Error("no output file: -o FILE");
+    if (!opts.transport.empty() && opts.transport != "tcp" && opts.transport != "rdma")
+        throw Error(fmt::format("-t {}: the transport is tcp or rdma", opts.transport));
+    if (opts.zstd_level &&
+        (*opts.zstd_level < ZSTD_minCLevel() || *opts.zstd_level > ZSTD_maxCLevel()))
+        throw Error(fmt::format("--zstd {}: the level is {}..{} (0: records stored raw)",
+                                *opts.zstd_level, ZSTD_minCLevel(), ZSTD_maxCLevel()));
+
+    GenlClient genl;
+    const ModuleVersion mv = genl.get_version();
+    const Status status = genl.get_status();
+    if (status.state == State::kRecording)
+        throw Error(
+            "the module is already recording (another nvmetrace record?); "
+            "nvmetrace status shows it");
+
+    StartArgs start;
+    start.role = role;
+    start.sample = opts.sample;
+    start.seed = opts.seed;
+
+    // Host: which namespaces (and their multipath path disks) to trace.
+    std::vector<HostNamespace> host_ns;
+    if (role & NVMETRACE_ROLE_HOST) {
+        std::vector<HostNamespace> all = find_host_namespaces(opts.transport);
+        if (opts.devices.empty()) {
+            host_ns = all;
+        } else {
+            for (const auto& d : opts.devices)
+                host_ns.push_back(pick_host_namespace(all, d));
+        }
+        if (host_ns.empty())
+            throw Error(
+                fmt::format("no NVMe-oF namespace{} on this host: connect one (nvme "
+                            "connect ...) or record -r target",
+                            opts.transport.empty() ? "" : " over " + opts.transport));
+        for (const auto& ns : host_ns) {
+            start.devs.push_back(ns.dev);
+            for (const auto& p : ns.paths)
+                start.devs.push_back(p.dev);
+        }
+        if (start.devs.size() > 16)
+            throw Error(
+                fmt::format("{} block devices: at most 16 per recording (name some with "
+                            "--dev)",
+                            start.devs.size()));
+    }
+
+    // Private layouts from this kernel's BTF: nvmet's for the target role
+    // (required), nvme-tcp's for the host's transport hooks (optional).
+    std::vector<TargetNamespace> target_ns;
+    const LayoutNotes layouts = fill_layouts(role, start);
+    if (role & NVMETRACE_ROLE_TARGET) {
+        if (!layouts.nvmet_error.empty())
+            throw Error(fmt::format("target role: {}", layouts.nvmet_error));
+        target_ns = find_target_namespaces();
+    }
+    if (!layouts.tcp_error.empty())
+        fmt::print(stderr, "nvmetrace: nvme-tcp transport hooks off: {}\n", layouts.tcp_error);
+    // nvmet-tcp's, nvme-rdma's and nvmet-rdma's: said when their transport
+    // is asked for or their module is loaded.
+    auto wanted = [&](const char* transport, const char* module) {
+        return opts.transport == transport ||
+               (opts.transport.empty() &&
+                std::filesystem::exists(fmt::format("/sys/module/{}", module)));
+    };
+    if (!layouts.tcpt_error.empty() && wanted("tcp", "nvmet_tcp"))
+        fmt::print(stderr, "nvmetrace: nvmet-tcp transport hooks off: {}\n", layouts.tcpt_error);
+    if (!layouts.rdma_error.empty() && wanted("rdma", "nvme_rdma"))
+        fmt::print(stderr, "nvmetrace: nvme-rdma transport hooks off: {}\n", layouts.rdma_error);
+    if (!layouts.rdmat_error.empty() && wanted("rdma", "nvmet_rdma"))
+        fmt::print(stderr, "nvmetrace: nvmet-rdma transport hooks off: {}\n", layouts.rdmat_error);
+
+    RingReader rings = RingReader::open(opts.device_node, status.rings);
+    // Whatever an earlier recording left in the rings is not ours.
+    rings.drain([](uint32_t, std::span<const nvmetrace_rec>) {});
+    const uint64_t lost_before = rings.lost();
+
+    RecordingMeta meta = make_recording_meta();
+    meta.module_version = mv.module_version;
+    meta.tool_version = kToolVersion;
+    meta.role = role_name(role);
+    meta.transport = opts.transport.empty() ? "unknown" : opts.transport;
+    if (opts.transport.empty() && !host_ns.empty())
+        meta.transport = host_ns.front().transport;
+    meta.sample = opts.sample;
+    meta.seed = opts.seed;
+    meta.command_line = opts.command_line;
+    meta.devices = devices_to_json(host_ns, target_ns);
+
+    const RecordingWriterOptions wopts = recorder_writer_options(opts.sample, opts.zstd_level);
+    RecordingWriter writer = RecordingWriter::open(opts.output, wopts);
+    writer.write_meta(meta);
+
+    DeviceTable table;
+    devices_from_json(meta.devices, table);
+    const uint64_t interval_ns =
+        opts.interval_s > 0 ? static_cast<uint64_t>(opts.interval_s * 1e9) : 0;
+    const bool host_only = role == NVMETRACE_ROLE_HOST;
+    bool header_printed = false;
+    Stats stats(table,
+                {.sample_n = opts.sample,
+                 .interval_ns = interval_ns,
+                 .origin_ns = static_cast<uint64_t>(meta.start_monotonic_ns)},
+                [&](const Interval& iv) {
+                    if (!header_printed) {
+                        fmt::print("{}", live_header(interval_ns, host_only));
+                        header_printed = true;
+                    }
+                    fmt::print("{}", live_rows(iv));
+                    std::fflush(stdout);
+                });
+    Assembler assembler(table, [&](const Command& c) { stats.add(c); });
+
+    install_signals();
+    genl.start(start);
+    report_hooks(genl, opts.transport);
+    const uint64_t t0 = monotonic_ns();
+    fmt::print("nvmetrace: profiling as {}, sampling {}, saving records; Ctrl-C to stop\n",
+               meta.role, sampling_words(opts.sample));
+    std::fflush(stdout);
+
+    // The drain thread drains the rings and, when records are stored raw,
+    // writes them; compressing blocks and the live lines (assembling and
+    // statistics) are the second stage's, on a thread of its own, so that
+    // neither can make the rings drop records by falling behind.  Without
+    // live lines the summary is computed from the file once the recording
+    // stops (its cost is then not paid while the workload runs).
+    const bool live = interval_ns > 0;
+    const bool compressed = wopts.zstd_level != 0;
+    std::optional<RecordStage> stage;
+    if (live || compressed) {
+        RecordStage::Options so;
+        so.writer = compressed ? &writer : nullptr;
+        if (live) {
+            so.live = [&](std::span<const nvmetrace_rec> recs) {
+                for (const auto& r : recs)
+                    assembler.push(r);
+            };
+            so.tick = [&](uint64_t now) {
+                stats.advance(now > 100'000'000 ? now - 100'000'000 : 0);
+            };
+        }
+        stage.emplace(std::move(so));
+    }
+    RecordLoop loop(rings, compressed ? nullptr : &writer, nullptr, stage ? &*stage : nullptr);
+    // A drain that found a ring an eighth full or more goes round again at
+    // once instead of sleeping: bursts must not fill the rings.  One that
+    // found little (under 1/64 of a ring) sleeps longer: fewer wake-ups when
+    // few commands are sampled.
+    const uint64_t busy_drain = uint64_t{status.rings.nr_recs} / 8;
+    const uint64_t quiet_drain = uint64_t{status.rings.nr_recs} / 64;
+    const uint64_t end_at =
+        opts.duration_s > 0 ? t0 + static_cast<uint64_t>(opts.duration_s * 1e9) : UINT64_MAX;
+    try {
+        while (!g_stop.load()) {
+            uint64_t now = monotonic_ns();
+            if (now >= end_at)
+                break;
+            const uint64_t drained = loop.drain();
+            loop.release(now, false);
+            if (stage)
+                stage->submit(now);
+            if (!compressed)
+                writer.flush_if_due();
+            if (drained < busy_drain) {
+                timespec nap{0, drained < quiet_drain ? 50'000'000 : 10'000'000};
+                nanosleep(&nap, nullptr);
+            }
+        }
+    } catch (...) {
+        genl.stop();
+        throw;
+    }
+    genl.stop();
+    const uint64_t t_end = monotonic_ns();
+    loop.drain();
+    loop.release(t_end, true);
+    if (stage) {
+        stage->submit(t_end);
+        stage->finish();
+        if (stage->peak_backlog() > uint64_t{status.rings.nr_recs})
+            fmt::print(stderr,
+                       "nvmetrace: the second stage (compression, live lines) fell up to {} "
+                       "records behind the rings; no record was lost for it\n",
+                       stage->peak_backlog());
+    }
+    // The live analysis saw every record, or the summary comes from the file.
+    std::optional<Stats> file_stats;
+    std::optional<Assembler> file_assembler;
+    Stats* summary_stats = &stats;
+    Assembler* summary_assembler = &assembler;
+    if (!live || !stage->live_complete()) {
+        if (live) {
+            file_stats.emplace(table, Stats::Options{.sample_n = opts.sample});
+            file_assembler.emplace(table, [&](const Command& c) { file_stats->add(c); });
+            summary_stats = &*file_stats;
+            summary_assembler = &*file_assembler;
+        }
+        writer.flush();
+        RecordingReader back = RecordingReader::open(opts.output);
+        back.for_each([&](std::span<const nvmetrace_rec> recs) {
+            for (const auto& r : recs)
+                summary_assembler->push(r);
+        });
+    }
+    summary_assembler->finish();
+    if (interval_ns && summary_stats == &stats)
+        stats.flush_interval(t_end);
+
+    RecordingTrailer trailer;
+    trailer.lost = rings.lost() - lost_before;
+    for (const auto& st : rings.stats())
+        trailer.lost_per_cpu.push_back(st.lost);
+    const AssemblyCounts& counts = summary_assembler->counts();
+    trailer.stats = {{"commands", counts.complete}, {"incomplete", counts.incomplete()}};
+    writer.close(trailer);
+
+    const Summary summary = summary_stats->summary(t_end - t0);
+    fmt::print("nvmetrace: {} commands ({} records) written to {}\n\n", counts.complete,
+               writer.records_written(), opts.output);
+    ReportOptions ro;
+    ro.detail = opts.detail;
+    ro.lost_host = role & NVMETRACE_ROLE_HOST ? trailer.lost : 0;
+    ro.lost_target = role == NVMETRACE_ROLE_TARGET ? trailer.lost : 0;
+    fmt::print("{}", summary_text(summary, counts, ro));
+    return 0;
+}
+
+}  // namespace nvmetrace

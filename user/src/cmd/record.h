@@ -1,0 +1,190 @@
+// `nvmetrace record`: record sampled commands from the module into a file.
+#pragma once
+
+#include "analysis/assembler.h"
+#include "cmd/record_stage.h"
+#include "format/recfile.h"
+#include "kernel/record_queue.h"
+#include "kernel/ring_reader.h"
+
+#include <linux/nvmetrace.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace nvmetrace {
+
+struct RecordOptions {
+    std::vector<std::string> roles;  // "host", "target"
+    std::string transport;           // "", "tcp", "rdma"
+    uint32_t sample = 1;             // 1 of N
+    uint64_t seed = 0;
+    double duration_s = 0;             // 0: until Ctrl-C
+    double interval_s = 0;             // live lines; 0: none
+    std::optional<int> zstd_level;     // --zstd; default: recorder_writer_options()
+    std::string output;                // recording file
+    std::vector<std::string> devices;  // host namespaces; empty: all fabrics namespaces
+    bool detail = false;               // component table in the summary
+    std::string device_node = "/dev/nvmetrace";
+    std::vector<std::string> command_line;
+};
+
+int run_record(const RecordOptions& opts);
+
+struct RecordingWriterOptions;
+// How `record` writes its file when sampling 1 of `sample` commands, with
+// blocks compressed at zstd_level (0: stored raw) if one is given.
+RecordingWriterOptions recorder_writer_options(uint32_t sample,
+                                               std::optional<int> zstd_level = std::nullopt);
+
+struct StartArgs;
+// What fill_layouts() could not find: empty when found (or not needed).
+struct LayoutNotes {
+    std::string nvmet_error;  // target role: nvmet's layout (the role needs it)
+    std::string tcp_error;    // host role: nvme-tcp's layout (its hooks need it)
+    std::string rdma_error;   // host role: nvme-rdma's layout (its hooks need it)
+    std::string rdmat_error;  // target role: nvmet-rdma's layout (its hooks need it)
+    std::string tcpt_error;   // target role: nvmet-tcp's layout (its hooks need it)
+};
+// Private struct offsets from the running kernel's BTF into start.
+LayoutNotes fill_layouts(uint32_t role, StartArgs& start);
+// The transport module a hook is in, by its function's name ("nvme_rdma"
+// for nvme_rdma_recv_done), or "" for the block, nvme-core and nvmet hooks.
+std::string_view transport_module(std::string_view hook);
+
+// Puts the records drained from the per-CPU rings into one time order.  Each
+// ring is in time order (a record's timestamp is taken inside its
+// reservation); across rings, a record is committed within microseconds of its
+// timestamp, so once the newest drain is `window_ns` past a timestamp, no
+// older record can still arrive.  Release merges the rings' streams, never
+// sorting: with one ring to release from (one busy CPU) its records go out
+// from where they were drained to, else they are merged into one array.
+class Reorderer {
+public:
+    explicit Reorderer(uint64_t window_ns) : window_ns_(window_ns) {}
+
+    // recs: records drained from ring `cpu`, continuing its earlier ones.
+    void add(uint32_t cpu, std::span<const nvmetrace_rec> recs) {
+        if (!recs.empty())
+            stream(cpu).push_back(recs);
+    }
+    // Ring `cpu`'s queue, to drain into directly (RingReader::drain_into).
+    RecordQueue& stream(uint32_t cpu) {
+        if (cpu >= streams_.size())
+            streams_.resize(cpu + 1);
+        return streams_[cpu];
+    }
+
+    // Hands every record older than now - window (all of them with
+    // flush_all) to fn, in ts order, in one or more spans, and forgets them.
+    template <class Fn>
+    void release(uint64_t now_ns, bool flush_all, Fn&& fn) {
+        const uint64_t limit =
+            flush_all ? UINT64_MAX : (now_ns > window_ns_ ? now_ns - window_ns_ : 0);
+        RecordQueue* only = nullptr;
+        size_t busy = 0;
+        for (auto& st : streams_) {
+            if (!st.empty() && st.front().ts < limit) {
+                only = &st;
+                busy++;
+            }
+        }
+        if (busy == 1) {
+            // in order already: hand them on in place
+            size_t lo = 0, hi = only->size();
+            if ((*only)[hi - 1].ts >= limit) {
+                while (lo < hi) {
+                    const size_t mid = lo + (hi - lo) / 2;
+                    if ((*only)[mid].ts < limit)
+                        lo = mid + 1;
+                    else
+                        hi = mid;
+                }
+            } else {
+                lo = hi;
+            }
+            for (size_t n = lo; n > 0;) {
+                std::span<const nvmetrace_rec> piece = only->front_span(n);
+                fn(piece);
+                only->pop_front(piece.size());
+                n -= piece.size();
+            }
+            return;
+        }
+        out_.clear();
+        for (; busy > 1;) {
+            RecordQueue* best = nullptr;
+            for (auto& st : streams_) {
+                if (!st.empty() && st.front().ts < limit &&
+                    (!best || st.front().ts < best->front().ts))
+                    best = &st;
+            }
+            if (!best)
+                break;
+            out_.push_back(best->front());
+            best->pop_front(1);
+        }
+        if (!out_.empty())
+            fn(std::span<const nvmetrace_rec>(out_.data(), out_.size()));
+    }
+
+    size_t pending() const {
+        size_t n = 0;
+        for (const auto& st : streams_)
+            n += st.size();
+        return n;
+    }
+
+private:
+    uint64_t window_ns_;
+    std::vector<RecordQueue> streams_;
+    std::vector<nvmetrace_rec> out_;
+};
+
+// What `record` does with the rings each time it wakes up: drains them into
+// the Reorderer, and hands what it releases, in time order, to the file
+// (writer: records stored raw are written by the drain thread itself), to the
+// second stage (stage: compression, live lines; see record_stage.h) and, for
+// record_bench, which measures the whole cost on one thread, to an Assembler.
+class RecordLoop {
+public:
+    // 50 ms: records are committed within microseconds of their timestamps.
+    static constexpr uint64_t kWindowNs = 50'000'000;
+
+    RecordLoop(RingReader& rings, RecordingWriter* writer, Assembler* live,
+               RecordStage* stage = nullptr, uint64_t window_ns = kWindowNs)
+        : rings_(rings), writer_(writer), live_(live), stage_(stage), reorder_(window_ns) {}
+
+    // Drains every ring; returns the records drained.
+    uint64_t drain() {
+        return rings_.drain_into(
+            [this](uint32_t cpu) -> RecordQueue& { return reorder_.stream(cpu); });
+    }
+    // Hands on what is older than now - window, or everything.
+    void release(uint64_t now_ns, bool all) {
+        reorder_.release(now_ns, all, [this](std::span<const nvmetrace_rec> recs) {
+            if (writer_)
+                writer_->append(recs);
+            if (stage_)
+                stage_->push(recs);
+            if (live_)
+                for (const auto& r : recs)
+                    live_->push(r);
+        });
+    }
+    size_t pending() const { return reorder_.pending(); }
+
+private:
+    RingReader& rings_;
+    RecordingWriter* writer_;
+    Assembler* live_;
+    RecordStage* stage_;
+    Reorderer reorder_;
+};
+
+}  // namespace nvmetrace

@@ -1,0 +1,288 @@
+#include "kernel/btf_layout.h"
+
+#include <linux/nvmetrace.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <iterator>
+#include <span>
+#include <utility>
+
+#include <bpf/btf.h>
+#include <fmt/core.h>
+
+namespace nvmetrace {
+
+namespace {
+
+std::string errtext(long err) {
+    return std::strerror(static_cast<int>(err < 0 ? -err : err));
+}
+
+// Search a struct's members (descending into anonymous struct/union members)
+// for name; adds the byte offset of the enclosing anonymous members.
+bool find_member(const ::btf* btf, const struct btf_type* t, const std::string& name,
+                 uint32_t base_bits, FieldLoc* out) {
+    const struct btf_member* m = btf_members(t);
+    for (unsigned i = 0; i < btf_vlen(t); i++, m++) {
+        uint32_t bits = base_bits + btf_member_bit_offset(t, i);
+        const char* mname = btf__name_by_offset(btf, m->name_off);
+        const struct btf_type* mt = btf__type_by_id(btf, m->type);
+        // skip typedefs/qualifiers to see what the member is
+        __s32 rid = btf__resolve_type(btf, m->type);
+        const struct btf_type* rt = rid >= 0 ? btf__type_by_id(btf, rid) : mt;
+        if (mname && *mname) {
+            if (name == mname) {
+                if (btf_member_bitfield_size(t, i) != 0 || bits % 8 != 0)
+                    return false;
+                __s64 sz = btf__resolve_size(btf, m->type);
+                if (sz < 0)
+                    return false;
+                out->offset = bits / 8;
+                out->size = static_cast<uint32_t>(sz);
+                return true;
+            }
+        } else if (rt && (btf_is_struct(rt) || btf_is_union(rt))) {
+            if (find_member(btf, rt, name, bits, out))
+                return true;
+        }
+    }
+    return false;
+}
+
+}  // namespace
+
+BtfLayout::BtfLayout(BtfLayout&& o) noexcept
+    : base_(std::exchange(o.base_, nullptr)),
+      module_btf_(std::exchange(o.module_btf_, nullptr)),
+      error_(std::move(o.error_)) {}
+
+BtfLayout& BtfLayout::operator=(BtfLayout&& o) noexcept {
+    if (this != &o) {
+        this->~BtfLayout();
+        base_ = std::exchange(o.base_, nullptr);
+        module_btf_ = std::exchange(o.module_btf_, nullptr);
+        error_ = std::move(o.error_);
+    }
+    return *this;
+}
+
+BtfLayout::~BtfLayout() {
+    if (module_btf_)
+        btf__free(module_btf_);
+    if (base_)
+        btf__free(base_);
+}
+
+BtfLayout BtfLayout::load(const std::string& module, const std::string& btf_dir) {
+    return load_files(btf_dir + "/vmlinux", btf_dir + "/" + module);
+}
+
+BtfLayout BtfLayout::load_files(const std::string& vmlinux, const std::string& module_file) {
+    BtfLayout l;
+    // A module that is not loaded has no BTF file: say so without parsing
+    // the kernel's BTF (megabytes; record reads several modules' layouts).
+    if (::access(vmlinux.c_str(), R_OK) == 0 && ::access(module_file.c_str(), R_OK) != 0) {
+        l.error_ = fmt::format(
+            "cannot read module BTF {}: {} (module not loaded, or kernel without "
+            "CONFIG_DEBUG_INFO_BTF_MODULES)",
+            module_file, errtext(errno));
+        return l;
+    }
+    l.base_ = btf__parse(vmlinux.c_str(), nullptr);
+    if (!l.base_) {
+        l.error_ = fmt::format(
+            "cannot read kernel BTF {}: {} (kernel built without "
+            "CONFIG_DEBUG_INFO_BTF?)",
+            vmlinux, errtext(errno));
+        return l;
+    }
+    l.module_btf_ = btf__parse_split(module_file.c_str(), l.base_);
+    if (!l.module_btf_) {
+        l.error_ = fmt::format(
+            "cannot read module BTF {}: {} (module not loaded, or kernel "
+            "without CONFIG_DEBUG_INFO_BTF_MODULES)",
+            module_file, errtext(errno));
+    }
+    return l;
+}
+
+std::optional<FieldLoc> BtfLayout::member(const std::string& struct_name,
+                                          const std::string& member_name) {
+    if (!ok())
+        return std::nullopt;
+    __s32 id = btf__find_by_name_kind(module_btf_, struct_name.c_str(), BTF_KIND_STRUCT);
+    if (id < 0) {
+        error_ = fmt::format("struct {} not in BTF", struct_name);
+        return std::nullopt;
+    }
+    const struct btf_type* t = btf__type_by_id(module_btf_, id);
+    FieldLoc loc;
+    if (!find_member(module_btf_, t, member_name, 0, &loc)) {
+        error_ = fmt::format("struct {} has no member {} (or it is a bit field)", struct_name,
+                             member_name);
+        return std::nullopt;
+    }
+    return loc;
+}
+
+std::optional<NvmetLayout> BtfLayout::nvmet() {
+    struct Want {
+        const char* st;
+        const char* mem;
+        uint32_t size;
+        FieldLoc NvmetLayout::*dst;
+    };
+    static const Want wants[] = {
+        {"nvmet_req", "cmd", 8, &NvmetLayout::req_cmd},
+        {"nvmet_req", "cqe", 8, &NvmetLayout::req_cqe},
+        {"nvmet_req", "sq", 8, &NvmetLayout::req_sq},
+        {"nvmet_sq", "ctrl", 8, &NvmetLayout::sq_ctrl},
+        {"nvmet_sq", "qid", 2, &NvmetLayout::sq_qid},
+        {"nvmet_ctrl", "cntlid", 2, &NvmetLayout::ctrl_cntlid},
+    };
+    NvmetLayout out;
+    for (const auto& w : wants) {
+        auto loc = sized_member(w.st, w.mem, w.size);
+        if (!loc)
+            return std::nullopt;
+        out.*(w.dst) = *loc;
+    }
+    return out;
+}
+
+std::optional<FieldLoc> BtfLayout::sized_member(const std::string& struct_name,
+                                                const std::string& member_name, uint32_t size) {
+    auto loc = member(struct_name, member_name);
+    if (loc && size && loc->size != size) {
+        error_ = fmt::format("{}.{} is {} bytes in this kernel, nvmetrace reads {}", struct_name,
+                             member_name, loc->size, size);
+        return std::nullopt;
+    }
+    return loc;
+}
+
+std::optional<uint32_t> BtfLayout::struct_size(const std::string& struct_name) {
+    if (!ok())
+        return std::nullopt;
+    __s32 id = btf__find_by_name_kind(module_btf_, struct_name.c_str(), BTF_KIND_STRUCT);
+    if (id < 0) {
+        error_ = fmt::format("struct {} not in BTF", struct_name);
+        return std::nullopt;
+    }
+    return btf__type_by_id(module_btf_, id)->size;
+}
+
+namespace {
+
+// A field a transport's hooks read: member mem of struct st, or st's size
+// when mem is nullptr, and the size the hook reads it as (0: any; with type
+// set, the size of struct `type`).
+struct FieldWant {
+    const char* st;
+    const char* mem;
+    uint32_t size;
+    const char* type = nullptr;  // size must equal this struct's size
+};
+
+// A layout whose offsets are those (or the sizes) of wants, in order;
+// nullopt and btf.error() set at the first that is absent or of another size.
+template <class Layout>
+std::optional<Layout> resolve_fields(BtfLayout& btf, std::span<const FieldWant> wants) {
+    Layout out;
+    for (const auto& w : wants) {
+        if (!w.mem) {
+            auto sz = btf.struct_size(w.st);
+            if (!sz)
+                return std::nullopt;
+            out.offsets.push_back(*sz);
+            continue;
+        }
+        uint32_t size = w.size;
+        if (w.type) {
+            auto sz = btf.struct_size(w.type);
+            if (!sz)
+                return std::nullopt;
+            size = *sz;
+        }
+        auto loc = btf.sized_member(w.st, w.mem, size);
+        if (!loc)
+            return std::nullopt;
+        out.offsets.push_back(loc->offset);
+    }
+    return out;
+}
+
+}  // namespace
+
+std::optional<NvmeTcpLayout> BtfLayout::nvme_tcp() {
+    // NVMETRACE_L_TCP_* order; the sizes are what kmod/probes/nvme_tcp.c reads.
+    static const FieldWant wants[] = {
+        {"nvme_tcp_queue", "request", 8},        {"nvme_tcp_queue", "send_list", 16},
+        {"nvme_tcp_queue", "req_list", 8},       {"nvme_tcp_queue", "pdu", 8},
+        {"nvme_tcp_queue", "pdu_remaining", 4},  {"nvme_tcp_queue", "pdu_offset", 4},
+        {"nvme_tcp_queue", "data_remaining", 8}, {"nvme_tcp_queue", "ddgst_remaining", 8},
+        {"nvme_tcp_queue", "data_digest", 1},    {"nvme_tcp_queue", "ctrl", 8},
+        {"nvme_tcp_queue", nullptr, 0},          {"nvme_tcp_ctrl", "queues", 8},
+        {"nvme_tcp_ctrl", "tag_set", 0},         {"nvme_tcp_request", "entry", 16},
+        {"nvme_tcp_request", "lentry", 8},       {"nvme_tcp_request", "state", 4},
+        {"nvme_tcp_request", "offset", 8},       {"nvme_tcp_request", "queue", 8},
+        {"nvme_request", "genctr", 1},
+    };
+    static_assert(std::size(wants) == NVMETRACE_L_TCP_LAST - NVMETRACE_L_TCP_QUEUE_REQUEST + 1);
+    return resolve_fields<NvmeTcpLayout>(*this, wants);
+}
+
+std::optional<NvmetTcpLayout> BtfLayout::nvmet_tcp() {
+    // NVMETRACE_L_NVMET_TCP_* order; the sizes are what kmod/probes/nvmet_tcp.c reads.
+    // struct nvmet_req is nvmet's, but nvmet_tcp's BTF has its own copy.
+    static const FieldWant wants[] = {
+        {"nvmet_tcp_cmd", "queue", 8},       {"nvmet_tcp_cmd", "req", 0},
+        {"nvmet_tcp_cmd", "rbytes_done", 4}, {"nvmet_tcp_cmd", "pdu_len", 4},
+        {"nvmet_tcp_cmd", nullptr, 0},       {"nvmet_tcp_queue", "pdu", 0},
+        {"nvmet_tcp_queue", nullptr, 0},     {"nvmet_req", "transfer_len", 8},
+    };
+    static_assert(std::size(wants) == NVMETRACE_L_NVMET_TCP_LAST - NVMETRACE_L_NVMET_TCP_BASE + 1);
+    return resolve_fields<NvmetTcpLayout>(*this, wants);
+}
+
+std::optional<RdmaLayout> BtfLayout::nvme_rdma() {
+    // NVMETRACE_L_RDMA_* order
+    static const FieldWant wants[] = {
+        {"ib_wc", "wr_cqe", 8},
+        {"ib_wc", "status", 4},
+        {"ib_wc", "qp", 8},
+        {"ib_qp", "qp_context", 8},
+        {"nvme_rdma_qe", "cqe", 8},
+        {"nvme_rdma_qe", "data", 8},
+        {"nvme_rdma_request", "sqe", 0, "nvme_rdma_qe"},
+        {"nvme_rdma_queue", "ctrl", 8},
+        {"nvme_rdma_queue", nullptr, 0},
+        {"nvme_rdma_ctrl", "queues", 8},
+        {"nvme_rdma_ctrl", "tag_set", 0, "blk_mq_tag_set"},
+        {"nvme_request", "genctr", 1},
+    };
+    static_assert(std::size(wants) == NVMETRACE_L_RDMA_LAST - NVMETRACE_L_RDMA_WC_WR_CQE + 1);
+    return resolve_fields<RdmaLayout>(*this, wants);
+}
+
+std::optional<RdmaLayout> BtfLayout::nvmet_rdma() {
+    // NVMETRACE_L_RDMAT_* order
+    static const FieldWant wants[] = {
+        {"ib_wc", "wr_cqe", 8},
+        {"ib_wc", "status", 4},
+        {"ib_wc", "qp", 8},
+        {"ib_qp", "qp_context", 8},
+        {"nvmet_rdma_cmd", "cqe", 8},
+        {"nvmet_rdma_cmd", "nvme_cmd", 8},
+        {"nvmet_rdma_queue", "nvme_sq", 0, "nvmet_sq"},
+        {"nvmet_rdma_rsp", "send_cqe", 8},
+        {"nvmet_rdma_rsp", "read_cqe", 8},
+        {"nvmet_rdma_rsp", "req", 0, "nvmet_req"},
+    };
+    static_assert(std::size(wants) == NVMETRACE_L_RDMAT_RSP_REQ - NVMETRACE_L_RDMAT_WC_WR_CQE + 1);
+    return resolve_fields<RdmaLayout>(*this, wants);
+}
+
+}  // namespace nvmetrace

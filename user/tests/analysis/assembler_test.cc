@@ -1,0 +1,437 @@
+#include "analysis/assembler.h"
+
+#include "analysis/components.h"
+#include "analysis/records.h"
+
+#include <algorithm>
+#include <deque>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+namespace nvmetrace {
+namespace {
+
+using namespace test;
+
+// SmallFifo against std::deque: the same order through every mix of
+// pushes and pops (inline element, the vector behind it, its compaction).
+TEST(SmallFifo, BehavesLikeADeque) {
+    std::mt19937_64 rng(5);
+    SmallFifo<uint64_t> q;
+    std::deque<uint64_t> ref;
+    uint64_t next = 0;
+    for (int step = 0; step < 20000; step++) {
+        // phases: mostly one element, then bursts of many
+        const bool burst = (step / 1000) % 2 == 1;
+        if (ref.empty() || rng() % (burst ? 3 : 2) != 0) {
+            q.push_back(next);
+            ref.push_back(next++);
+        } else {
+            ASSERT_EQ(q.front(), ref.front());
+            q.pop_front();
+            ref.pop_front();
+        }
+        ASSERT_EQ(q.size(), ref.size());
+        ASSERT_EQ(q.empty(), ref.empty());
+        if (!ref.empty()) {
+            ASSERT_EQ(q.front(), ref.front());
+        }
+    }
+    EXPECT_GT(next, 10000u);
+}
+
+// A passthrough command (an NVMe generic char device, io_uring_cmd): no bio, so it starts at
+// nvme_setup_cmd, on the multipath path disk; it is a whole command of the namespace's head,
+// timed from the driver's setup to the block layer's completion.
+TEST_F(AssemblerTest, PassthroughCommandStartsAtTheSetup) {
+    std::vector<nvmetrace_rec> recs = host_command(1'000'000, 9, 777);
+    recs.erase(recs.begin());  // the bio
+    for (auto& r : recs) {
+        r.dev = kNvme1c1n1;
+        r.flags |= NVMETRACE_REC_PASSTHRU;
+    }
+    feed(recs);
+    ASSERT_EQ(out.size(), 1u);
+    const Command& c = out[0];
+    EXPECT_EQ(c.dev, kNvme1n1);
+    EXPECT_EQ(c.lba, 777u);
+    EXPECT_TRUE(c.passthru);
+    EXPECT_FALSE(c.has(slot(NVMETRACE_EV_BIO_QUEUE)));
+    EXPECT_EQ(missing_boundaries(c, kComponents), 0u);
+    Layout l = layout_for(View::host_only, c.present, kComponents);
+    EXPECT_TRUE(l.complete());
+    EXPECT_EQ(l.first_slot, slot(NVMETRACE_EV_NVME_SETUP));
+    EXPECT_EQ(l.last_slot, slot(NVMETRACE_EV_RQ_COMPLETE));
+    EXPECT_EQ(assembler.in_flight(), 0u);
+    EXPECT_EQ(assembler.counts().lost_end, 0u);
+    // without the flag, the same records are a block command cut at the start
+    out.clear();
+    for (auto& r : recs) {
+        r.flags &= static_cast<uint8_t>(~NVMETRACE_REC_PASSTHRU);
+        r.ts += 1'000'000;
+    }
+    feed(recs);
+    EXPECT_TRUE(out.empty());
+    EXPECT_EQ(assembler.counts().cut_start, 1u);
+}
+
+TEST_F(AssemblerTest, OneHostCommand) {
+    feed(host_command(1'000'000, 7, 4242));
+    ASSERT_EQ(out.size(), 1u);
+    const Command& c = out[0];
+    EXPECT_EQ(c.side, Side::host);
+    EXPECT_EQ(c.op, Op::read);
+    EXPECT_EQ(c.size, 4096u);
+    EXPECT_EQ(c.dev, kNvme0n1);
+    EXPECT_EQ(c.at(slot(NVMETRACE_EV_BIO_QUEUE)), 1'000'000u);
+    EXPECT_EQ(c.at(slot(NVMETRACE_EV_NVME_SETUP)), 1'001'000u);
+    EXPECT_EQ(c.at(slot(NVMETRACE_EV_RQ_COMPLETE)), 1'053'500u);
+    EXPECT_FALSE(c.has(slot(NVMETRACE_EV_RQ_INSERT)));
+    EXPECT_EQ(view_of(c), View::host_only);
+    EXPECT_EQ(missing_boundaries(c, kComponents), 0u);
+    EXPECT_EQ(assembler.in_flight(), 0u);
+    EXPECT_EQ(assembler.waiting(), 0u);
+    EXPECT_EQ(assembler.counts().records_host, 5u);
+}
+
+// libaio above the block layer: io_submit entry (carried by the file
+// submission), the file submission before the bio, then the aio completion
+// and the reap after block_rq_complete.
+std::vector<nvmetrace_rec> user_command(uint64_t t0, uint16_t tag, uint64_t lba, uint32_t pid) {
+    std::vector<nvmetrace_rec> v;
+    v.push_back(host(NVMETRACE_EV_FILE_SUBMIT, t0, 0, lba, false, kNvme0n1, 0, 4096,
+                     uint64_t{pid} | uint64_t{700} << 32));  // io_submit entered 700 ns before
+    for (const auto& r : host_command(t0 + 2000, tag, lba))
+        v.push_back(r);
+    v.push_back(
+        host(NVMETRACE_EV_AIO_COMPLETE, t0 + 56000, 0, lba, false, kNvme0n1, 0, 4096, 4096));
+    v.push_back(host(NVMETRACE_EV_AIO_REAP, t0 + 60000, 0, lba, false, kNvme0n1, 0, 0,
+                     uint64_t{pid} | uint64_t{1} << 32));
+    return v;
+}
+
+TEST_F(AssemblerTest, CommandAboveTheBlockLayer) {
+    feed(user_command(1'000'000, 7, 4242, 99));
+    ASSERT_EQ(out.size(), 1u);
+    const Command& c = out[0];
+    EXPECT_EQ(c.pid, 99u);
+    EXPECT_EQ(c.at(slot(NVMETRACE_EV_SYSCALL_SUBMIT)), 999'300u);
+    EXPECT_EQ(c.at(slot(NVMETRACE_EV_FILE_SUBMIT)), 1'000'000u);
+    EXPECT_EQ(c.at(slot(NVMETRACE_EV_AIO_COMPLETE)), 1'056'000u);
+    EXPECT_EQ(c.at(slot(NVMETRACE_EV_AIO_REAP)), 1'060'000u);
+    EXPECT_EQ(missing_boundaries(c, kComponents), 0u);
+    // end to end is the span user space sees: io_submit entry to the reap
+    Layout l = layout_for(View::host_only, c.present, kComponents);
+    EXPECT_EQ(l.first_slot, slot(NVMETRACE_EV_SYSCALL_SUBMIT));
+    EXPECT_EQ(l.last_slot, slot(NVMETRACE_EV_AIO_REAP));
+    EXPECT_EQ(l.segments.front().name, "syscall: io_submit entry to the file");
+    EXPECT_EQ(l.segments.back().name, "wake-up and reap (io_getevents)");
+    EXPECT_EQ(l.stages.front().name, "syscall and file submission (before the block layer)");
+    EXPECT_EQ(l.stages.back().name, "completion to user space (wake-up, reap)");
+    EXPECT_EQ(assembler.in_flight(), 0u);
+    EXPECT_EQ(assembler.counts().user_unmatched, 0u);
+}
+
+TEST_F(AssemblerTest, ReapsAttachByTheirCommandNotByOrder) {
+    // two commands complete; the second one's event is reaped first
+    auto a = user_command(1'000'000, 1, 100, 5);
+    auto b = user_command(1'000'100, 2, 200, 5);
+    std::vector<nvmetrace_rec> all;
+    for (size_t i = 0; i + 1 < a.size(); i++) {
+        all.push_back(a[i]);
+        all.push_back(b[i]);
+    }
+    all.push_back(b.back());
+    a.back().ts = b.back().ts + 5000;
+    all.push_back(a.back());
+    feed(all);
+    ASSERT_EQ(out.size(), 2u);
+    EXPECT_EQ(out[0].lba, 200u);
+    EXPECT_EQ(out[1].lba, 100u);
+    EXPECT_EQ(out[1].at(slot(NVMETRACE_EV_AIO_REAP)), b.back().ts + 5000);
+}
+
+TEST_F(AssemblerTest, WithoutUserEventsTheCommandEndsAtTheBlockLayer) {
+    // no file submission: handed on at block_rq_complete; without a reap
+    // (records lost): handed on at the end of the recording
+    feed(host_command(1'000'000, 7, 4242));
+    ASSERT_EQ(out.size(), 1u);
+    auto u = user_command(2'000'000, 8, 777, 1);
+    u.pop_back();
+    feed(u);
+    EXPECT_EQ(out.size(), 1u);
+    EXPECT_EQ(assembler.in_flight(), 1u);
+    assembler.finish();
+    ASSERT_EQ(out.size(), 2u);
+    EXPECT_TRUE(out[1].has(slot(NVMETRACE_EV_AIO_COMPLETE)));
+    EXPECT_FALSE(out[1].has(slot(NVMETRACE_EV_AIO_REAP)));
+    Layout l = layout_for(View::host_only, out[1].present, kComponents);
+    EXPECT_EQ(l.last_slot, slot(NVMETRACE_EV_AIO_COMPLETE));
+    EXPECT_EQ(out[1].at(l.first_slot), 2'000'000u - 700u);
+}
+
+TEST_F(AssemblerTest, InterleavedCommandsAndTagReuse) {
+    // A (tag 1, lba 100) and B (tag 2, lba 200) in flight together; then C
+    // reuses tag 1 with another LBA while B is still running.
+    feed({bio(100, 100), bio(110, 200), host(NVMETRACE_EV_NVME_SETUP, 120, 1, 100),
+          host(NVMETRACE_EV_NVME_SETUP, 130, 2, 200), host(NVMETRACE_EV_RQ_ISSUE, 140, 1, 100),
+          host(NVMETRACE_EV_RQ_ISSUE, 150, 2, 200), host(NVMETRACE_EV_NVME_COMPLETE, 1000, 1, 100),
+          host(NVMETRACE_EV_RQ_COMPLETE, 1100, 1, 100), bio(1200, 300),
+          host(NVMETRACE_EV_NVME_SETUP, 1210, 1, 300), host(NVMETRACE_EV_RQ_ISSUE, 1220, 1, 300),
+          host(NVMETRACE_EV_NVME_COMPLETE, 1500, 2, 200),
+          host(NVMETRACE_EV_RQ_COMPLETE, 1600, 2, 200),
+          host(NVMETRACE_EV_NVME_COMPLETE, 2000, 1, 300),
+          host(NVMETRACE_EV_RQ_COMPLETE, 2100, 1, 300)});
+    ASSERT_EQ(out.size(), 3u);
+    EXPECT_EQ(out[0].lba, 100u);
+    EXPECT_EQ(out[0].at(slot(NVMETRACE_EV_BIO_QUEUE)), 100u);
+    EXPECT_EQ(out[0].at(slot(NVMETRACE_EV_RQ_COMPLETE)), 1100u);
+    EXPECT_EQ(out[1].lba, 200u);
+    EXPECT_EQ(out[1].at(slot(NVMETRACE_EV_BIO_QUEUE)), 110u);
+    EXPECT_EQ(out[1].at(slot(NVMETRACE_EV_RQ_ISSUE)), 150u);
+    EXPECT_EQ(out[2].lba, 300u);
+    EXPECT_EQ(out[2].at(slot(NVMETRACE_EV_BIO_QUEUE)), 1200u);
+    EXPECT_EQ(out[2].at(slot(NVMETRACE_EV_NVME_SETUP)), 1210u);
+    EXPECT_EQ(assembler.counts().incomplete(), 0u);
+}
+
+TEST_F(AssemblerTest, SameLbaTwiceAttachesBiosInOrder) {
+    auto a = host_command(1000, 1, 64);
+    auto b = host_command(100'000, 1, 64);
+    feed(a);
+    feed(b);
+    ASSERT_EQ(out.size(), 2u);
+    EXPECT_EQ(out[0].at(slot(NVMETRACE_EV_BIO_QUEUE)), 1000u);
+    EXPECT_EQ(out[1].at(slot(NVMETRACE_EV_BIO_QUEUE)), 100'000u);
+}
+
+TEST_F(AssemblerTest, MultipathKeepsTheHeadsBioQueue) {
+    feed({bio(100, 8, kNvme1n1), bio(130, 8, kNvme1c1n1),
+          host(NVMETRACE_EV_NVME_SETUP, 200, 5, 8, false, kNvme1c1n1),
+          host(NVMETRACE_EV_RQ_ISSUE, 210, 5, 8, false, kNvme1c1n1),
+          host(NVMETRACE_EV_NVME_COMPLETE, 900, 5, 8, false, kNvme1c1n1),
+          host(NVMETRACE_EV_RQ_COMPLETE, 950, 5, 8, false, kNvme1c1n1)});
+    assembler.finish();
+    ASSERT_EQ(out.size(), 1u);
+    EXPECT_EQ(out[0].dev, kNvme1n1);  // grouped under the head
+    EXPECT_EQ(out[0].at(slot(NVMETRACE_EV_BIO_QUEUE)), 100u);
+    EXPECT_EQ(assembler.counts().multipath_duplicates, 1u);
+    EXPECT_EQ(assembler.counts().bios_unmatched, 0u);
+    EXPECT_EQ(devices.disk_name(out[0].dev), "nvme1n1");
+}
+
+TEST_F(AssemblerTest, MultipathPathBioAloneIsKept) {
+    // The head's record was lost: the path disk's is the only one.
+    feed({bio(130, 8, kNvme1c1n1), host(NVMETRACE_EV_NVME_SETUP, 200, 5, 8, false, kNvme1c1n1),
+          host(NVMETRACE_EV_RQ_ISSUE, 210, 5, 8, false, kNvme1c1n1),
+          host(NVMETRACE_EV_NVME_COMPLETE, 900, 5, 8, false, kNvme1c1n1),
+          host(NVMETRACE_EV_RQ_COMPLETE, 950, 5, 8, false, kNvme1c1n1)});
+    ASSERT_EQ(out.size(), 1u);
+    EXPECT_EQ(out[0].at(slot(NVMETRACE_EV_BIO_QUEUE)), 130u);
+}
+
+TEST_F(AssemblerTest, SchedulerInsertWithoutTagIsAttached) {
+    feed({bio(100, 16), host(NVMETRACE_EV_RQ_INSERT, 150, 0xffff, 16),
+          host(NVMETRACE_EV_NVME_SETUP, 400, 3, 16), host(NVMETRACE_EV_RQ_ISSUE, 410, 3, 16),
+          host(NVMETRACE_EV_NVME_COMPLETE, 800, 3, 16),
+          host(NVMETRACE_EV_RQ_COMPLETE, 820, 3, 16)});
+    ASSERT_EQ(out.size(), 1u);
+    EXPECT_EQ(out[0].at(slot(NVMETRACE_EV_RQ_INSERT)), 150u);
+    EXPECT_EQ(out[0].at(slot(NVMETRACE_EV_BIO_QUEUE)), 100u);
+    EXPECT_EQ(assembler.waiting(), 0u);
+}
+
+TEST_F(AssemblerTest, CutCommandsAreCountedNotEmitted) {
+    // Starts before the recording: no bio, first record is the issue.
+    feed({host(NVMETRACE_EV_RQ_ISSUE, 100, 1, 10), host(NVMETRACE_EV_NVME_COMPLETE, 300, 1, 10),
+          host(NVMETRACE_EV_RQ_COMPLETE, 310, 1, 10)});
+    // Its RQ_COMPLETE is lost, then tag 2 is reused by another command.
+    feed({bio(400, 20), host(NVMETRACE_EV_NVME_SETUP, 410, 2, 20),
+          host(NVMETRACE_EV_RQ_ISSUE, 420, 2, 20), host(NVMETRACE_EV_NVME_COMPLETE, 600, 2, 20)});
+    feed(host_command(1000, 2, 30));
+    // Still running when the recording stops.
+    feed({bio(5000, 40), host(NVMETRACE_EV_NVME_SETUP, 5010, 3, 40)});
+    assembler.finish();
+    ASSERT_EQ(out.size(), 1u);
+    EXPECT_EQ(out[0].lba, 30u);
+    const auto& c = assembler.counts();
+    EXPECT_EQ(c.cut_start, 1u);
+    EXPECT_EQ(c.lost_end, 1u);
+    EXPECT_EQ(c.cut_end, 1u);
+    EXPECT_EQ(c.incomplete(), 3u);
+    EXPECT_EQ(c.complete, 1u);
+    EXPECT_EQ(assembler.in_flight(), 0u);
+}
+
+TEST_F(AssemblerTest, SameLbaRepeatedEventMeansReuse) {
+    // Same tag and LBA, but a second nvme_setup_cmd: the first command lost
+    // its completion records.
+    feed({bio(100, 50), host(NVMETRACE_EV_NVME_SETUP, 110, 4, 50),
+          host(NVMETRACE_EV_RQ_ISSUE, 120, 4, 50)});
+    feed(host_command(1000, 4, 50));
+    ASSERT_EQ(out.size(), 1u);
+    EXPECT_EQ(out[0].at(slot(NVMETRACE_EV_BIO_QUEUE)), 1000u);
+    EXPECT_EQ(assembler.counts().lost_end, 1u);
+}
+
+TEST_F(AssemblerTest, UnmatchedBiosExpire) {
+    // A bio merged into a request that started at another LBA never gets
+    // its own request: it is dropped after the horizon, and counted.
+    Assembler a(
+        devices, [](const Command&) {}, 1'000'000);
+    a.push(bio(100, 77));
+    EXPECT_EQ(a.waiting(), 1u);
+    a.push(bio(900'000, 78));
+    EXPECT_EQ(a.waiting(), 2u);
+    a.push(host(NVMETRACE_EV_NVME_SETUP, 1'500'000, 1, 999));
+    EXPECT_EQ(a.waiting(), 1u);
+    EXPECT_EQ(a.counts().bios_unmatched, 1u);
+    a.finish();
+    EXPECT_EQ(a.counts().bios_unmatched, 2u);
+    EXPECT_EQ(a.counts().cut_end, 1u);
+}
+
+TEST_F(AssemblerTest, TargetCommandInBlocks) {
+    feed({target(NVMETRACE_EV_NVMET_INIT, 100, 9, 1000, 8, /*nsid*/ 1),
+          target(NVMETRACE_EV_NVMET_EXEC, 200, 9, 1000),
+          target(NVMETRACE_EV_NVMET_BIO_DONE, 60'200, 9, 1000),
+          target(NVMETRACE_EV_NVMET_COMPLETE, 60'500, 9, 1000),
+          target(NVMETRACE_EV_NVMET_INIT, 70'000, 9, 2000, 8, /*nsid*/ 2),
+          target(NVMETRACE_EV_NVMET_EXEC, 70'100, 9, 2000),
+          target(NVMETRACE_EV_NVMET_BIO_DONE, 80'000, 9, 2000),
+          target(NVMETRACE_EV_NVMET_COMPLETE, 80'100, 9, 2000)});
+    ASSERT_EQ(out.size(), 2u);
+    EXPECT_EQ(out[0].side, Side::target);
+    EXPECT_EQ(view_of(out[0]), View::target_only);
+    EXPECT_EQ(out[0].nsid, 1u);
+    EXPECT_EQ(out[0].size, 4096u);  // 8 blocks of 512 bytes
+    EXPECT_FALSE(out[0].size_in_blocks);
+    EXPECT_EQ(out[1].size, 8u);  // nsid 2: block size unknown
+    EXPECT_TRUE(out[1].size_in_blocks);
+    EXPECT_EQ(assembler.counts().records_target, 8u);
+}
+
+TEST_F(AssemblerTest, UnknownEventsAreCountedAndIgnored) {
+    nvmetrace_rec r = host(NVMETRACE_EV_RQ_ISSUE, 5, 1, 1);
+    r.event = 250;  // an event this build does not know
+    assembler.push(r);
+    EXPECT_EQ(assembler.counts().records_unknown, 1u);
+    EXPECT_EQ(assembler.in_flight(), 0u);
+}
+
+TEST_F(AssemblerTest, MemoryIsBoundedByCommandsInFlight) {
+    // 200k commands, 32 in flight at a time over 32 tags.
+    std::mt19937_64 rng(1);
+    std::vector<nvmetrace_rec> recs;
+    size_t max_in_flight = 0, max_waiting = 0, emitted = 0;
+    Assembler a(devices, [&](const Command&) { emitted++; });
+    uint64_t t = 0;
+    for (uint64_t i = 0; i < 200'000; i += 32) {
+        recs.clear();
+        for (uint16_t tag = 0; tag < 32; tag++) {
+            auto c = host_command(t + tag * 10, tag, rng());
+            recs.insert(recs.end(), c.begin(), c.end());
+        }
+        std::stable_sort(recs.begin(), recs.end(),
+                         [](const auto& x, const auto& y) { return x.ts < y.ts; });
+        for (const auto& r : recs) {
+            a.push(r);
+            max_in_flight = std::max(max_in_flight, a.in_flight());
+            max_waiting = std::max(max_waiting, a.waiting());
+        }
+        t += 100'000;
+    }
+    EXPECT_EQ(emitted, 200'000u);
+    EXPECT_LE(max_in_flight, 32u);
+    EXPECT_LE(max_waiting, 32u);
+}
+
+TEST(MergeByTs, MergesPerCpuStreams) {
+    std::vector<nvmetrace_rec> a(3), b(2);
+    a[0].ts = 1, a[1].ts = 4, a[2].ts = 9;
+    b[0].ts = 2, b[1].ts = 4;
+    a[1].seq = 1, b[1].seq = 2;
+    std::vector<std::span<const nvmetrace_rec>> streams{a, b};
+    std::vector<nvmetrace_rec> out;
+    merge_by_ts(streams, [&](const nvmetrace_rec& r) { out.push_back(r); });
+    ASSERT_EQ(out.size(), 5u);
+    for (size_t i = 1; i < out.size(); i++)
+        EXPECT_LE(out[i - 1].ts, out[i].ts);
+    EXPECT_EQ(out[2].seq, 1u);  // ties: lower stream first
+    EXPECT_EQ(out[3].seq, 2u);
+}
+
+// ----------------------------------------------------------------- nvme-tcp
+
+TEST_F(AssemblerTest, TcpReadPath) {
+    feed(tcp_command(0, 3, 100, false,
+                     {{NVMETRACE_EV_TCP_CMD_SEND, 3000},
+                      {NVMETRACE_EV_TCP_C2H_RECV, 40'000},
+                      {NVMETRACE_EV_TCP_RSP_RECV, 41'000}},
+                     42'000));
+    ASSERT_EQ(out.size(), 1u);
+    const Command& c = out[0];
+    Layout l = layout_for(view_of(c), layout_key(view_of(c), c.present, kComponents), kComponents);
+    EXPECT_TRUE(l.complete());
+    EXPECT_EQ(names(l), (std::vector<std::string>{
+                            "host block layer, submission", "host driver, submission",
+                            "net+target, to the data (not recorded)", "network: host receive path",
+                            "host driver, completion", "host block layer, completion"}));
+    EXPECT_EQ(segment_sum(c, l), 42'500);
+}
+
+// Several R2Ts (and H2C PDUs) for one write: the first of each is kept, the
+// command is neither cut nor taken for a reused tag.
+TEST_F(AssemblerTest, TcpWriteWithSeveralR2Ts) {
+    feed(tcp_command(0, 5, 200, true,
+                     {{NVMETRACE_EV_TCP_CMD_SEND, 3000},
+                      {NVMETRACE_EV_TCP_R2T_RECV, 10'000},
+                      {NVMETRACE_EV_TCP_H2C_SEND, 11'000},
+                      {NVMETRACE_EV_TCP_R2T_RECV, 20'000},
+                      {NVMETRACE_EV_TCP_H2C_SEND, 21'000},
+                      {NVMETRACE_EV_TCP_R2T_RECV, 30'000},
+                      {NVMETRACE_EV_TCP_H2C_SEND, 31'000},
+                      {NVMETRACE_EV_TCP_RSP_RECV, 60'000}},
+                     61'000));
+    ASSERT_EQ(out.size(), 1u);
+    EXPECT_EQ(assembler.counts().lost_end, 0u);
+    EXPECT_EQ(assembler.counts().repeats, 4u);
+    const Command& c = out[0];
+    EXPECT_EQ(c.op, Op::write);
+    EXPECT_EQ(c.at(slot(NVMETRACE_EV_TCP_R2T_RECV)), 10'000u);
+    EXPECT_EQ(c.at(slot(NVMETRACE_EV_TCP_H2C_SEND)), 11'000u);
+    Layout l = layout_for(view_of(c), layout_key(view_of(c), c.present, kComponents), kComponents);
+    EXPECT_TRUE(l.complete());
+    EXPECT_EQ(names(l), (std::vector<std::string>{
+                            "host block layer, submission", "host driver, submission",
+                            "net+target, to the R2T (not recorded)", "host driver, R2T to H2C data",
+                            "net+target, after the H2C (not recorded)", "host driver, completion",
+                            "host block layer, completion"}));
+    EXPECT_EQ(segment_sum(c, l), 61'500);
+}
+
+// A read that completes on the C2H SUCCESS flag has no response capsule: its
+// own component, and nothing reported missing.
+TEST_F(AssemblerTest, TcpReadCompletingOnC2hSuccess) {
+    feed(tcp_command(0, 9, 300, false,
+                     {{NVMETRACE_EV_TCP_CMD_SEND, 3000}, {NVMETRACE_EV_TCP_C2H_RECV, 40'000}},
+                     45'000));
+    ASSERT_EQ(out.size(), 1u);
+    const Command& c = out[0];
+    EXPECT_EQ(missing_boundaries(c, kComponents), 0u);
+    Layout l = layout_for(view_of(c), layout_key(view_of(c), c.present, kComponents), kComponents);
+    EXPECT_TRUE(l.complete());
+    EXPECT_TRUE(l.missing.empty());
+    ASSERT_EQ(l.segments.size(), 5u);
+    EXPECT_EQ(l.segments[3].name, "network: host receive path");
+    EXPECT_EQ(segment_sum(c, l), 45'500);
+}
+
+}  // namespace
+}  // namespace nvmetrace

@@ -1,0 +1,337 @@
+#include "cmd/record.h"
+
+#include "kernel/btf_layout.h"
+#include "util/error.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+#include <bpf/btf.h>
+#include <gtest/gtest.h>
+
+namespace nvmetrace {
+namespace {
+
+nvmetrace_rec rec_at(uint64_t ts, uint32_t seq) {
+    nvmetrace_rec r{};
+    r.ts = ts;
+    r.seq = seq;
+    return r;
+}
+
+// A FIFO that wraps and grows keeps its records in order, and hands out
+// its front in contiguous pieces.
+TEST(RecordQueue, WrapsAndGrowsInOrder) {
+    RecordQueue q;
+    uint64_t in = 0, out = 0;
+    size_t most = 0;
+    std::mt19937_64 rng(3);
+    for (int round = 0; round < 300; round++) {
+        // fill through space()/commit() and push_back(), in uneven pieces
+        size_t n = rng() % 700;
+        while (n) {
+            std::span<nvmetrace_rec> room = q.space(n);
+            ASSERT_FALSE(room.empty());
+            const size_t k = std::min(room.size(), n);
+            for (size_t i = 0; i < k; i++)
+                room[i] = rec_at(in++, 0);
+            q.commit(k);
+            n -= k;
+        }
+        std::vector<nvmetrace_rec> more;
+        for (size_t i = rng() % 50; i > 0; i--)
+            more.push_back(rec_at(in++, 0));
+        q.push_back(more);
+        ASSERT_EQ(q.size(), in - out);
+        most = std::max(most, q.size());
+        ASSERT_EQ(q.capacity() & (q.capacity() - 1), 0u) << "capacity not a power of two";
+        // take from the front in pieces
+        size_t take = rng() % (q.size() + 1);
+        while (take) {
+            std::span<const nvmetrace_rec> piece = q.front_span(take);
+            ASSERT_FALSE(piece.empty());
+            for (const auto& r : piece)
+                ASSERT_EQ(r.ts, out++);
+            q.pop_front(piece.size());
+            take -= piece.size();
+        }
+        if (!q.empty()) {
+            ASSERT_EQ(q.front().ts, out);
+            ASSERT_EQ(q[q.size() - 1].ts, in - 1);
+        }
+    }
+    EXPECT_GT(in, 50'000u);
+    // grows only for what it holds (doubling; space() asks for up to 700 more)
+    EXPECT_LE(q.capacity(), 2 * (most + 700));
+}
+
+// With one busy ring, what is released comes straight from its queue, in
+// pieces where the queue wraps, in order and exactly once.
+TEST(Reorderer, OneRingIsReleasedInPlaceAcrossTheWrap) {
+    Reorderer ro(100);
+    std::vector<uint64_t> out;
+    uint64_t ts = 0;
+    for (int round = 0; round < 50; round++) {
+        std::vector<nvmetrace_rec> batch;
+        for (int i = 0; i < 333; i++)
+            batch.push_back(rec_at(ts += 3, 0));
+        ro.add(0, batch);
+        ro.release(ts, false, [&](std::span<const nvmetrace_rec> recs) {
+            for (const auto& r : recs) {
+                EXPECT_LT(r.ts + 100, ts);
+                out.push_back(r.ts);
+            }
+        });
+        EXPECT_LE(ro.pending(), 34u);
+    }
+    ro.release(ts, true, [&](std::span<const nvmetrace_rec> recs) {
+        for (const auto& r : recs)
+            out.push_back(r.ts);
+    });
+    ASSERT_EQ(out.size(), 50u * 333u);
+    for (size_t i = 0; i < out.size(); i++)
+        ASSERT_EQ(out[i], 3 * (i + 1));
+}
+
+// Every command sampled: records stored raw, a drain's release written
+// straight; fewer: zstd level 1; --zstd wins either way, and a level zstd
+// does not have is refused before anything is attached.
+TEST(RecordWriterOptions, RawAtOneOfOneAndTheZstdOption) {
+    RecordingWriterOptions all = recorder_writer_options(1);
+    EXPECT_EQ(all.zstd_level, 0);
+    EXPECT_EQ(all.direct_records, 1024u);
+    EXPECT_EQ(all.flush_interval, std::chrono::seconds(1));
+    EXPECT_EQ(recorder_writer_options(100).zstd_level, 1);
+    EXPECT_EQ(recorder_writer_options(100).direct_records, 0u);
+    EXPECT_EQ(recorder_writer_options(1, -5).zstd_level, -5);
+    EXPECT_EQ(recorder_writer_options(1, -5).direct_records, 0u);
+    EXPECT_EQ(recorder_writer_options(100, 0).zstd_level, 0);
+    EXPECT_EQ(recorder_writer_options(100, 0).direct_records, 1024u);
+
+    RecordOptions o;
+    o.roles = {"host"};
+    o.output = "/nonexistent/x.ntr";
+    o.zstd_level = 1000;
+    try {
+        run_record(o);
+        FAIL() << "no error";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("--zstd 1000: the level is"), std::string::npos)
+            << e.what();
+    }
+}
+
+TEST(Reorderer, ReleasesOnlyWhatIsOlderThanTheWindowInTimeOrder) {
+    Reorderer ro(100);
+    // two rings, each in time order, interleaved in time
+    std::vector<nvmetrace_rec> cpu0{rec_at(10, 0), rec_at(30, 1), rec_at(250, 2)};
+    std::vector<nvmetrace_rec> cpu1{rec_at(20, 0), rec_at(40, 1), rec_at(260, 2)};
+    ro.add(0, cpu0);
+    ro.add(1, cpu1);
+    std::vector<uint64_t> out;
+    auto take = [&](std::span<const nvmetrace_rec> recs) {
+        for (const auto& r : recs)
+            out.push_back(r.ts);
+    };
+    ro.release(200, false, take);  // limit 100
+    EXPECT_EQ(out, (std::vector<uint64_t>{10, 20, 30, 40}));
+    EXPECT_EQ(ro.pending(), 2u);
+    // a record inside the window is put in its place
+    ro.add(0, std::vector<nvmetrace_rec>{rec_at(255, 3)});
+    ro.release(1000, true, take);
+    EXPECT_EQ(out, (std::vector<uint64_t>{10, 20, 30, 40, 250, 255, 260}));
+    EXPECT_EQ(ro.pending(), 0u);
+}
+
+TEST(Reorderer, RandomStreamsComeOutSorted) {
+    std::mt19937_64 rng(7);
+    Reorderer ro(1'000);
+    std::vector<uint64_t> out;
+    uint64_t clock = 0;
+    std::vector<uint64_t> next(4, 0);
+    for (int round = 0; round < 200; round++) {
+        clock += 500;
+        for (uint32_t cpu = 0; cpu < next.size(); cpu++) {
+            uint64_t& n = next[cpu];
+            std::vector<nvmetrace_rec> batch;
+            while (n + 50 < clock) {
+                n += 1 + rng() % 100;
+                batch.push_back(rec_at(n, 0));
+            }
+            ro.add(cpu, batch);
+        }
+        ro.release(clock, false, [&](std::span<const nvmetrace_rec> recs) {
+            for (const auto& r : recs)
+                out.push_back(r.ts);
+        });
+    }
+    ro.release(clock, true, [&](std::span<const nvmetrace_rec> recs) {
+        for (const auto& r : recs)
+            out.push_back(r.ts);
+    });
+    EXPECT_TRUE(std::is_sorted(out.begin(), out.end()));
+    EXPECT_GT(out.size(), 1000u);
+}
+
+// A tiny vmlinux + module BTF pair with nvmet's structs laid out as in 6.12,
+// including a member inside an anonymous union, written as raw BTF files.
+class FakeBtf : public ::testing::Test {
+protected:
+    void SetUp() override {
+        dir_ = std::filesystem::temp_directory_path() /
+               ("nvmetrace-btf-" + std::to_string(::getpid()));
+        std::filesystem::create_directories(dir_);
+        btf* base = btf__new_empty();
+        int u16 = btf__add_int(base, "u16", 2, 0);
+        int u64 = btf__add_int(base, "u64", 8, 0);
+        int vptr = btf__add_ptr(base, 0);
+        write(base, "vmlinux");
+        btf* mod = btf__new_empty_split(base);
+        // struct nvmet_req { void *cmd; void *cqe; void *sq; }
+        btf__add_struct(mod, "nvmet_req", 24);
+        btf__add_field(mod, "cmd", vptr, 0, 0);
+        btf__add_field(mod, "cqe", vptr, 64, 0);
+        btf__add_field(mod, "sq", vptr, 128, 0);
+        // struct nvmet_sq { void *ctrl; u64 ref[2]; u16 qid; }
+        btf__add_struct(mod, "nvmet_sq", 32);
+        btf__add_field(mod, "ctrl", vptr, 0, 0);
+        btf__add_field(mod, "ref", u64, 64, 0);
+        btf__add_field(mod, "ref2", u64, 128, 0);
+        btf__add_field(mod, "qid", u16, 192, 0);
+        // struct nvmet_ctrl { u64 a[11]; union { u16 cntlid; u16 other; }; }
+        int anon = btf__add_union(mod, nullptr, 2);
+        btf__add_field(mod, "cntlid", u16, 0, 0);
+        btf__add_field(mod, "other", u16, 0, 0);
+        btf__add_struct(mod, "nvmet_ctrl", 96);
+        btf__add_field(mod, "a", u64, 0, 0);
+        btf__add_field(mod, "", anon, 88 * 8, 0);
+        write(mod, "nvmet");
+        btf__free(mod);
+        btf__free(base);
+    }
+    void TearDown() override { std::filesystem::remove_all(dir_); }
+    void write(btf* b, const char* name) {
+        uint32_t size = 0;
+        const void* raw = btf__raw_data(b, &size);
+        std::ofstream(dir_ / name, std::ios::binary)
+            .write(static_cast<const char*>(raw), static_cast<std::streamsize>(size));
+    }
+    std::filesystem::path dir_;
+};
+
+TEST_F(FakeBtf, FindsNvmetOffsetsIncludingAnonymousMembers) {
+    BtfLayout l = BtfLayout::load("nvmet", dir_.string());
+    ASSERT_TRUE(l.ok()) << l.error();
+    auto n = l.nvmet();
+    ASSERT_TRUE(n) << l.error();
+    EXPECT_EQ(n->req_cmd.offset, 0u);
+    EXPECT_EQ(n->req_cqe.offset, 8u);
+    EXPECT_EQ(n->req_sq.offset, 16u);
+    EXPECT_EQ(n->sq_ctrl.offset, 0u);
+    EXPECT_EQ(n->sq_qid.offset, 24u);
+    EXPECT_EQ(n->ctrl_cntlid.offset, 88u);
+    EXPECT_EQ(n->ctrl_cntlid.size, 2u);
+}
+
+TEST_F(FakeBtf, AFieldOfAnotherSizeIsRefused) {
+    BtfLayout l = BtfLayout::load("nvmet", dir_.string());
+    ASSERT_TRUE(l.ok()) << l.error();
+    EXPECT_TRUE(l.sized_member("nvmet_sq", "qid", 2));
+    EXPECT_TRUE(l.sized_member("nvmet_sq", "qid", 0));
+    EXPECT_FALSE(l.sized_member("nvmet_sq", "qid", 4));
+    EXPECT_EQ(l.error(), "nvmet_sq.qid is 2 bytes in this kernel, nvmetrace reads 4");
+}
+
+TEST_F(FakeBtf, MissingMemberOrModuleIsAClearError) {
+    BtfLayout l = BtfLayout::load("nvmet", dir_.string());
+    EXPECT_FALSE(l.member("nvmet_req", "nope"));
+    EXPECT_NE(l.error().find("no member nope"), std::string::npos);
+    EXPECT_FALSE(l.member("nvmet_nothing", "x"));
+    EXPECT_NE(l.error().find("struct nvmet_nothing"), std::string::npos);
+    BtfLayout absent = BtfLayout::load("nvme_tcp", dir_.string());
+    EXPECT_FALSE(absent.ok());
+    EXPECT_NE(absent.error().find("module not loaded"), std::string::npos);
+    BtfLayout nokernel = BtfLayout::load("nvmet", (dir_ / "nowhere").string());
+    EXPECT_FALSE(nokernel.ok());
+    EXPECT_NE(nokernel.error().find("CONFIG_DEBUG_INFO_BTF"), std::string::npos);
+}
+
+// nvmet-rdma's group from a module BTF that carries the RDMA core's structs:
+// offsets in NVMETRACE_L_RDMAT_* order; an embedded struct of another size
+// than its type (a layout nvmetrace does not know) is refused.
+class FakeRdmaBtf : public FakeBtf {
+protected:
+    void build(uint32_t req_size_in_rsp) {
+        btf* base = btf__new_empty();
+        int u16 = btf__add_int(base, "u16", 2, 0);
+        int u32 = btf__add_int(base, "u32", 4, 0);
+        int vptr = btf__add_ptr(base, 0);
+        write(base, "vmlinux");
+        btf* mod = btf__new_empty_split(base);
+        // struct ib_wc { union { u64 wr_id; void *wr_cqe; }; u32 status; ...; void *qp; }
+        int anon = btf__add_union(mod, nullptr, 8);
+        btf__add_field(mod, "wr_id", vptr, 0, 0);
+        btf__add_field(mod, "wr_cqe", vptr, 0, 0);
+        btf__add_struct(mod, "ib_wc", 32);
+        btf__add_field(mod, "", anon, 0, 0);
+        btf__add_field(mod, "status", u32, 64, 0);
+        btf__add_field(mod, "qp", vptr, 192, 0);
+        btf__add_struct(mod, "ib_qp", 64);
+        btf__add_field(mod, "qp_context", vptr, 56 * 8, 0);
+        btf__add_struct(mod, "nvmet_rdma_cmd", 272);
+        btf__add_field(mod, "cqe", vptr, 80 * 8, 0);
+        btf__add_field(mod, "nvme_cmd", vptr, 248 * 8, 0);
+        int sq = btf__add_struct(mod, "nvmet_sq", 280);
+        btf__add_field(mod, "qid", u16, 0, 0);
+        btf__add_struct(mod, "nvmet_rdma_queue", 504);
+        btf__add_field(mod, "nvme_sq", sq, 72 * 8, 0);
+        int req = btf__add_struct(mod, "nvmet_req", 440);
+        btf__add_field(mod, "cmd", vptr, 0, 0);
+        int odd = btf__add_struct(mod, "nvmet_req_old", req_size_in_rsp);
+        btf__add_field(mod, "cmd", vptr, 0, 0);
+        btf__add_struct(mod, "nvmet_rdma_rsp", 656);
+        btf__add_field(mod, "send_cqe", vptr, 16 * 8, 0);
+        btf__add_field(mod, "read_cqe", vptr, 80 * 8, 0);
+        btf__add_field(mod, "req", req_size_in_rsp == 440 ? req : odd, 176 * 8, 0);
+        write(mod, "nvmet_rdma");
+        btf__free(mod);
+        btf__free(base);
+    }
+};
+
+TEST_F(FakeRdmaBtf, NvmetRdmaOffsetsInUapiOrder) {
+    build(440);
+    BtfLayout l = BtfLayout::load("nvmet_rdma", dir_.string());
+    ASSERT_TRUE(l.ok()) << l.error();
+    auto r = l.nvmet_rdma();
+    ASSERT_TRUE(r) << l.error();
+    EXPECT_EQ(r->offsets, (std::vector<uint32_t>{0, 8, 24, 56, 80, 248, 72, 16, 80, 176}));
+    EXPECT_EQ(r->offsets.size(),
+              size_t{NVMETRACE_L_RDMAT_RSP_REQ - NVMETRACE_L_RDMAT_WC_WR_CQE + 1});
+}
+
+TEST_F(FakeRdmaBtf, EmbeddedStructOfAnotherSizeIsRefused) {
+    build(432);
+    BtfLayout l = BtfLayout::load("nvmet_rdma", dir_.string());
+    ASSERT_TRUE(l.ok()) << l.error();
+    EXPECT_FALSE(l.nvmet_rdma());
+    EXPECT_EQ(l.error(), "nvmet_rdma_rsp.req is 432 bytes in this kernel, nvmetrace reads 440");
+    BtfLayout host = BtfLayout::load("nvme_rdma", dir_.string());
+    EXPECT_FALSE(host.ok());
+    EXPECT_NE(host.error().find("module not loaded"), std::string::npos);
+}
+
+TEST(TransportModule, ByTheHooksName) {
+    EXPECT_EQ(transport_module("nvme_rdma_recv_done"), "nvme_rdma");
+    EXPECT_EQ(transport_module("nvmet_rdma_send_done"), "nvmet_rdma");
+    EXPECT_EQ(transport_module("nvme_tcp_try_send"), "nvme_tcp");
+    EXPECT_EQ(transport_module("nvme_setup_cmd"), "");
+    EXPECT_EQ(transport_module("nvmet_req_init"), "");
+}
+
+}  // namespace
+}  // namespace nvmetrace

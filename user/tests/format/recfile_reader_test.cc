@@ -1,0 +1,328 @@
+// Tests of the recording's reader (src/format/recfile_reader.cc): a reader
+// facing a cut-off, damaged, foreign or future file says exactly what
+// happened and yields exactly the records it can vouch for.
+#include "format/recfile.h"
+#include "format/recfile_helpers.h"
+#include "tempdir.h"
+#include "util/error.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <zstd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <fmt/format.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+namespace nvmetrace {
+namespace {
+
+using namespace rectest;
+
+// ------------------------------------------------------------------ truncation
+
+TEST(RecFile, TruncatedAtEveryOffset) {
+    TempDir tmp;
+    std::string path = tmp.path("full.ntr");
+    WriteSpec spec;
+    spec.records = 400;
+    spec.opts.block_records = 50;
+    std::vector<nvmetrace_rec> recs = write_recording(path, spec);
+    const std::string data = slurp(path);
+    const std::vector<BlockInfo> blocks = walk_blocks(data);
+    ASSERT_EQ(blocks.size(), 1 + 8 + 1u);
+    ASSERT_EQ(blocks.back().end, data.size());
+    const uint64_t meta_end = blocks[0].end;
+
+    std::string cut_path = tmp.path("cut.ntr");
+    for (uint64_t cut = 0; cut <= data.size(); cut++) {
+        SCOPED_TRACE(fmt::format("cut at {} of {}", cut, data.size()));
+        spit(cut_path, std::string_view(data).substr(0, cut));
+        if (cut < meta_end) {
+            std::string err = error_of(cut_path);
+            EXPECT_THAT(err, HasSubstr(cut_path + ": "));
+            if (cut == 0) {
+                EXPECT_THAT(err, HasSubstr("empty file"));
+            } else if (cut < 16) {
+                EXPECT_THAT(
+                    err, HasSubstr(fmt::format("cut off inside the file header ({} of 16", cut)));
+            } else if (cut == 16) {
+                EXPECT_THAT(err, HasSubstr("no META block"));
+            } else {
+                EXPECT_THAT(err,
+                            HasSubstr(fmt::format("cut off at byte {} (block 0 incomplete", cut)));
+            }
+            continue;
+        }
+        ReadResult res = read_recording(cut_path);
+        size_t want = records_before(blocks, cut);
+        ASSERT_EQ(res.records.size(), want);
+        ASSERT_TRUE(same_records(res.records, std::span(recs).first(want)));
+        if (cut == data.size()) {
+            EXPECT_EQ(res.end, RecordingEnd::clean);
+            EXPECT_EQ(res.problem, "");
+            continue;
+        }
+        EXPECT_EQ(res.end, RecordingEnd::cut_off);
+        EXPECT_FALSE(res.trailer.has_value());
+        // The last block boundary at or before the cut, and the block cut.
+        size_t k = 0;
+        while (k < blocks.size() && blocks[k].end <= cut) {
+            k++;
+        }
+        uint64_t good = blocks[k - 1].end;
+        EXPECT_EQ(res.good_bytes, good);
+        if (cut == good) {
+            EXPECT_EQ(res.problem,
+                      fmt::format("{}: no trailer: recording was cut off (killed?); read {} "
+                                  "records up to byte {}",
+                                  cut_path, want, good));
+        } else if (cut - good < sizeof(BlockHeader)) {
+            EXPECT_EQ(res.problem,
+                      fmt::format("{}: cut off at byte {} (block {} incomplete: {} of 32 header "
+                                  "bytes present); read {} records up to byte {}; no trailer: "
+                                  "recording was cut off (killed?)",
+                                  cut_path, cut, k, cut - good, want, good));
+        } else {
+            EXPECT_EQ(res.problem,
+                      fmt::format("{}: cut off at byte {} (block {} incomplete: header says {} "
+                                  "bytes, {} present); read {} records up to byte {}; no "
+                                  "trailer: recording was cut off (killed?)",
+                                  cut_path, cut, k, blocks[k].end - blocks[k].offset - 32,
+                                  cut - good - 32, want, good));
+        }
+    }
+}
+
+// ------------------------------------------------------------------ corruption
+
+TEST(RecFile, FlippedByteIsACorruptBlock) {
+    TempDir tmp;
+    std::string path = tmp.path("full.ntr");
+    WriteSpec spec;
+    spec.records = 300;
+    spec.opts.block_records = 50;
+    std::vector<nvmetrace_rec> recs = write_recording(path, spec);
+    const std::string data = slurp(path);
+    const std::vector<BlockInfo> blocks = walk_blocks(data);
+    ASSERT_EQ(blocks.size(), 1 + 6 + 1u);
+
+    std::string bad_path = tmp.path("bad.ntr");
+    for (uint64_t at = 0; at < data.size(); at++) {
+        SCOPED_TRACE(fmt::format("byte {} of {} flipped", at, data.size()));
+        std::string bad = data;
+        bad[at] = static_cast<char>(bad[at] ^ 0xff);
+        spit(bad_path, bad);
+        if (at < blocks[0].end) {
+            // File header or META: nothing to report from, open() refuses.
+            EXPECT_THAT(error_of(bad_path), HasSubstr(bad_path + ": "));
+            continue;
+        }
+        size_t k = 0;
+        while (blocks[k].end <= at) {
+            k++;
+        }
+        ReadResult res = read_recording(bad_path);
+        EXPECT_EQ(res.end, RecordingEnd::corrupt);
+        size_t want = records_before(blocks, blocks[k].offset);
+        ASSERT_TRUE(same_records(res.records, std::span(recs).first(want)));
+        EXPECT_EQ(res.good_bytes, blocks[k].offset);
+        EXPECT_THAT(res.problem, HasSubstr(fmt::format("{}: corrupt block {} at byte {}: ",
+                                                       bad_path, k, blocks[k].offset)));
+        EXPECT_THAT(res.problem, HasSubstr(fmt::format("; read {} records before it", want)));
+        uint64_t rel = at - blocks[k].offset;
+        if (rel < 4) {
+            EXPECT_THAT(res.problem, HasSubstr("bad block magic"));
+        } else if (rel < 32) {
+            EXPECT_THAT(res.problem, HasSubstr("block header checksum mismatch"));
+        } else {
+            EXPECT_THAT(res.problem, HasSubstr("payload checksum mismatch"));
+        }
+    }
+}
+
+// Damage the checksums cannot see: a writer bug, or a hostile file.
+TEST(RecFile, InconsistentBlocksWithGoodChecksums) {
+    TempDir tmp;
+    std::string path = tmp.path("full.ntr");
+    WriteSpec spec;
+    spec.records = 200;
+    spec.opts.block_records = 50;
+    std::vector<nvmetrace_rec> recs = write_recording(path, spec);
+    const std::string data = slurp(path);
+    const std::vector<BlockInfo> blocks = walk_blocks(data);
+    const BlockInfo& trailer = blocks.back();
+    const std::string head = data.substr(0, trailer.offset);
+    const std::string tail = data.substr(trailer.offset);
+    std::string raw(reinterpret_cast<const char*>(recs.data()), 3 * sizeof(nvmetrace_rec));
+
+    struct Case {
+        std::string block;
+        std::string what;
+    };
+    const uint16_t rec = static_cast<uint16_t>(BlockType::records);
+    const Case cases[] = {
+        {make_block(rec, 0, raw, static_cast<uint32_t>(raw.size()), 2), "2 records of 48 bytes"},
+        {make_block(rec, 0, raw, static_cast<uint32_t>(raw.size()) + 48, 4),
+         "uncompressed block with stored length 144 != raw length 192"},
+        {make_block(rec, kBlockZstd, raw, static_cast<uint32_t>(raw.size()), 3), "zstd"},
+        {make_block(rec, 0x8000, raw, static_cast<uint32_t>(raw.size()), 3), "unknown flags"},
+        {make_block(static_cast<uint16_t>(BlockType::trailer), 0, "{not json", 9, 0),
+         "bad TRAILER"},
+        {std::string(32, '\0'), "all zeros"},
+    };
+    std::string bad_path = tmp.path("bad.ntr");
+    for (const Case& c : cases) {
+        SCOPED_TRACE(c.what);
+        spit(bad_path, head + c.block + tail);
+        ReadResult res = read_recording(bad_path);
+        EXPECT_EQ(res.end, RecordingEnd::corrupt);
+        EXPECT_TRUE(same_records(res.records, recs));
+        EXPECT_THAT(res.problem, HasSubstr(fmt::format("corrupt block {} at byte {}: ",
+                                                       blocks.size() - 1, trailer.offset)));
+        EXPECT_THAT(res.problem, HasSubstr(c.what));
+    }
+
+    // A zstd frame that decodes to a different size than the header says.
+    std::vector<char> z(ZSTD_compressBound(raw.size()));
+    size_t zn = ZSTD_compress(z.data(), z.size(), raw.data(), raw.size(), 1);
+    ASSERT_FALSE(ZSTD_isError(zn));
+    spit(bad_path,
+         head + make_block(rec, kBlockZstd, std::string_view(z.data(), zn), 96, 2) + tail);
+    EXPECT_THAT(read_recording(bad_path).problem, HasSubstr("zstd frame holds 144 bytes"));
+}
+
+TEST(RecFile, UnknownBlockTypeIsSkippedWithANote) {
+    TempDir tmp;
+    std::string path = tmp.path("full.ntr");
+    WriteSpec spec;
+    spec.records = 200;
+    spec.opts.block_records = 50;
+    std::vector<nvmetrace_rec> recs = write_recording(path, spec);
+    const std::string data = slurp(path);
+    const std::vector<BlockInfo> blocks = walk_blocks(data);
+    // Between the second and third RECORDS blocks, compressed or not.
+    uint64_t at = blocks[3].offset;
+    std::string future = make_block(99, 0x4001, "from the future", 1000, 7);
+    spit(path, data.substr(0, at) + future + data.substr(at));
+
+    ReadResult res = read_recording(path);
+    EXPECT_EQ(res.end, RecordingEnd::clean);
+    EXPECT_TRUE(same_records(res.records, recs));
+    ASSERT_EQ(res.notes.size(), 1u);
+    EXPECT_EQ(res.notes[0],
+              fmt::format("{}: skipped block 3 at byte {}: unknown type 99 (written by a newer "
+                          "nvmetrace?)",
+                          path, at));
+}
+
+TEST(RecFile, TrailerDisagreeingWithRecordsAndDataAfterTrailerAreNoted) {
+    TempDir tmp;
+    std::string path = tmp.path("full.ntr");
+    WriteSpec spec;
+    spec.records = 100;
+    spec.opts.block_records = 50;
+    write_recording(path, spec);
+    std::string data = slurp(path);
+    std::vector<BlockInfo> blocks = walk_blocks(data);
+    // Drop the second RECORDS block, append junk after the trailer.
+    std::string cut = data.substr(0, blocks[2].offset) + data.substr(blocks[2].end) + "junk";
+    spit(path, cut);
+    ReadResult res = read_recording(path);
+    EXPECT_EQ(res.end, RecordingEnd::clean);
+    EXPECT_EQ(res.records.size(), 50u);
+    ASSERT_EQ(res.notes.size(), 2u);
+    EXPECT_THAT(res.notes[0], HasSubstr("trailer says 100 records, the file holds 50"));
+    EXPECT_THAT(res.notes[1], HasSubstr("ignored 4 bytes after the trailer"));
+}
+
+// ------------------------------------------------------------------ not a recording
+
+TEST(RecFile, EmptyFile) {
+    TempDir tmp;
+    std::string path = tmp.path("empty.ntr");
+    spit(path, "");
+    EXPECT_EQ(error_of(path), path + ": empty file: not an nvmetrace recording");
+}
+
+TEST(RecFile, OnlyTheFileHeader) {
+    TempDir tmp;
+    std::string path = tmp.path("hdr.ntr");
+    write_recording(path, {});
+    spit(path, slurp(path).substr(0, 16));
+    EXPECT_EQ(error_of(path), path +
+                                  ": no META block: the file ends after its 16-byte header "
+                                  "(recording killed at start?)");
+}
+
+TEST(RecFile, NotARecording) {
+    TempDir tmp;
+    std::string path = tmp.path("text");
+    spit(path, "#!/bin/sh\necho this is not a recording\n");
+    EXPECT_EQ(error_of(path), path + ": not an nvmetrace recording");
+    spit(path, "NVM");  // too short to tell, but not our magic either way
+    EXPECT_THAT(error_of(path), HasSubstr("cut off inside the file header (3 of 16 bytes)"));
+    spit(path, "ZZZ");
+    EXPECT_EQ(error_of(path), path + ": not an nvmetrace recording");
+    EXPECT_EQ(error_of(tmp.path("missing")), tmp.path("missing") + ": No such file or directory");
+    EXPECT_EQ(error_of(tmp.path("")), tmp.path("") + ": Is a directory");
+}
+
+TEST(RecFile, NewerOrBadFormatVersion) {
+    TempDir tmp;
+    std::string path = tmp.path("v.ntr");
+    write_recording(path, {});
+    std::string data = slurp(path);
+    data[8] = 2;
+    spit(path, data);
+    EXPECT_EQ(error_of(path), path +
+                                  ": recording format version 2 is newer than this nvmetrace "
+                                  "reads (version 1): upgrade nvmetrace");
+    data[8] = 0;
+    spit(path, data);
+    EXPECT_THAT(error_of(path), HasSubstr("bad recording format version 0"));
+}
+
+TEST(RecFile, LargerFileHeaderFromALaterVersionIsSkipped) {
+    TempDir tmp;
+    std::string path = tmp.path("h.ntr");
+    std::vector<nvmetrace_rec> recs = write_recording(path, {});
+    std::string data = slurp(path);
+    data[12] = 24;
+    spit(path, data.substr(0, 16) + std::string(8, 'x') + data.substr(16));
+    ReadResult res = read_recording(path);
+    EXPECT_EQ(res.end, RecordingEnd::clean);
+    EXPECT_TRUE(same_records(res.records, recs));
+}
+
+TEST(RecFile, ForeignRecordLayoutIsRefused) {
+    TempDir tmp;
+    std::string path = tmp.path("layout.ntr");
+    write_recording(path, {});
+    std::string data = slurp(path);
+    std::vector<BlockInfo> blocks = walk_blocks(data);
+    nlohmann::json meta = nlohmann::json::parse(data.substr(48, blocks[0].end - 48));
+    meta["record"]["fields"][1]["offset"] = 9;
+    std::string json = meta.dump();
+    spit(path, data.substr(0, 16) + make_block(1, 0, json, static_cast<uint32_t>(json.size()), 0) +
+                   data.substr(blocks[0].end));
+    EXPECT_EQ(error_of(path), path +
+                                  ": records have a layout this nvmetrace cannot read: field "
+                                  "'lba' is u64 at offset 9 (this build: u64 at offset 8)");
+}
+
+}  // namespace
+}  // namespace nvmetrace

@@ -1,0 +1,130 @@
+#include "kernel/devices.h"
+
+#include "analysis/device_table.h"
+#include "util/error.h"
+
+#include <filesystem>
+#include <fstream>
+
+#include <gtest/gtest.h>
+
+namespace nvmetrace {
+namespace {
+
+namespace fs = std::filesystem;
+
+class FakeSysfs : public ::testing::Test {
+protected:
+    void SetUp() override {
+        root_ = fs::temp_directory_path() /
+                ("nvmetrace-devices-" + std::to_string(::getpid()) + "-" +
+                 ::testing::UnitTest::GetInstance()->current_test_info()->name());
+        fs::remove_all(root_);
+    }
+    void TearDown() override { fs::remove_all(root_); }
+    void put(const std::string& rel, const std::string& value) {
+        fs::path p = root_ / rel;
+        fs::create_directories(p.parent_path());
+        std::ofstream(p) << value << "\n";
+    }
+    void ctrl(const std::string& name, const std::string& transport, int cntlid) {
+        put("sys/class/nvme/" + name + "/transport", transport);
+        put("sys/class/nvme/" + name + "/cntlid", std::to_string(cntlid));
+        put("sys/class/nvme/" + name + "/address", "traddr=127.0.0.1,trsvcid=4420");
+        put("sys/class/nvme/" + name + "/subsysnqn", "nqn.test");
+    }
+    std::string sys() const { return (root_ / "sys").string(); }
+    fs::path root_;
+};
+
+TEST_F(FakeSysfs, MultipathHeadCollectsItsPaths) {
+    ctrl("nvme0", "tcp", 1);
+    ctrl("nvme1", "tcp", 2);
+    put("sys/class/nvme/nvme0/nvme0c0n1/dev", "259:1");
+    put("sys/class/nvme/nvme1/nvme0c1n1/diskseq", "7");  // hidden: no dev
+    put("sys/block/nvme0n1/dev", "259:0");
+    put("sys/block/nvme0n1/queue/logical_block_size", "512");
+    put("sys/block/nvme0n1/nsid", "1");
+    auto all = find_host_namespaces("", sys());
+    ASSERT_EQ(all.size(), 1u);
+    EXPECT_EQ(all[0].name, "nvme0n1");
+    EXPECT_EQ(all[0].dev, kernel_dev(259, 0));
+    EXPECT_EQ(all[0].block_size, 512u);
+    EXPECT_EQ(all[0].nsid, 1u);
+    ASSERT_EQ(all[0].paths.size(), 2u);
+    EXPECT_EQ(all[0].paths[0].name, "nvme0c0n1");
+    EXPECT_EQ(all[0].paths[0].dev, kernel_dev(259, 1));
+    EXPECT_EQ(all[0].paths[1].cntlid, 2u);
+    EXPECT_EQ(all[0].paths[1].dev, kernel_dev(0, 7));
+    EXPECT_EQ(&pick_host_namespace(all, "/dev/nvme0n1"), &all[0]);
+    EXPECT_EQ(&pick_host_namespace(all, "nvme0c1n1"), &all[0]);
+}
+
+TEST_F(FakeSysfs, PcieAndOtherTransportsAreLeftOut) {
+    ctrl("nvme0", "pcie", 1);
+    put("sys/class/nvme/nvme0/nvme0n1/dev", "259:0");
+    ctrl("nvme1", "rdma", 1);
+    put("sys/class/nvme/nvme1/nvme1n1/dev", "259:5");
+    put("sys/class/nvme/nvme1/nvme1n1/queue/logical_block_size", "4096");
+    EXPECT_EQ(find_host_namespaces("tcp", sys()).size(), 0u);
+    auto rdma = find_host_namespaces("", sys());
+    ASSERT_EQ(rdma.size(), 1u);
+    EXPECT_EQ(rdma[0].name, "nvme1n1");
+    EXPECT_EQ(rdma[0].block_size, 4096u);
+    EXPECT_TRUE(rdma[0].paths.empty());
+}
+
+TEST_F(FakeSysfs, UnknownDeviceSaysWhatExists) {
+    ctrl("nvme1", "tcp", 1);
+    put("sys/class/nvme/nvme1/nvme1n1/dev", "259:5");
+    auto all = find_host_namespaces("", sys());
+    try {
+        pick_host_namespace(all, "nvme7n1");
+        FAIL() << "no error";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("nvme7n1"), std::string::npos);
+        EXPECT_NE(std::string(e.what()).find("nvme1n1"), std::string::npos);
+    }
+    try {
+        pick_host_namespace({}, "nvme0n1");
+        FAIL() << "no error";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("nvme connect"), std::string::npos);
+    }
+}
+
+TEST_F(FakeSysfs, TargetNamespacesFromConfigfs) {
+    put("cfg/nvmet/subsystems/nqn.b/namespaces/2/device_path", "/dev/nullb1");
+    put("cfg/nvmet/subsystems/nqn.b/namespaces/2/enable", "1");
+    put("cfg/nvmet/subsystems/nqn.a/namespaces/1/device_path", "/dev/nullb0");
+    put("cfg/nvmet/subsystems/nqn.a/namespaces/1/enable", "0");
+    put("sys/block/nullb0/queue/logical_block_size", "512");
+    put("sys/block/nullb1/queue/logical_block_size", "4096");
+    auto t = find_target_namespaces((root_ / "cfg").string(), sys());
+    ASSERT_EQ(t.size(), 2u);
+    EXPECT_EQ(t[0].subsysnqn, "nqn.a");
+    EXPECT_EQ(t[0].block_size, 512u);
+    EXPECT_FALSE(t[0].enabled);
+    EXPECT_EQ(t[1].nsid, 2u);
+    EXPECT_EQ(t[1].block_size, 4096u);
+    EXPECT_TRUE(t[1].enabled);
+}
+
+TEST(Devices, JsonRoundTripFeedsTheDeviceTable) {
+    HostNamespace h;
+    h.name = "nvme0n1";
+    h.dev = kernel_dev(259, 0);
+    h.block_size = 512;
+    h.paths.push_back({"nvme0c0n1", kernel_dev(259, 1), "nvme0", 1});
+    TargetNamespace t{"nqn.a", 1, "/dev/nullb0", 4096, true};
+    nlohmann::json j = devices_to_json({h}, {t});
+    ASSERT_EQ(j.size(), 3u);
+    EXPECT_EQ(j[1]["kind"], "path");
+    EXPECT_EQ(j[1]["head_dev"], h.dev);
+    DeviceTable table;
+    devices_from_json(j, table);
+    devices_from_json(nlohmann::json::object(), table);  // not an array: ignored
+}
+
+}  // namespace
+}  // namespace nvmetrace
