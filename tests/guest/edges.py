@@ -163,6 +163,7 @@ def own(fio_json, fio_lat_log_path, commands_path, lbs, edges_outs):
     print(json.dumps({"own_us": fio_out_us - e["edges_us"], "fio_outside_us": fio_out_us,
                       "fio_ios": len(fio_ios), "fio_joined": len(outside),
                       "fio_lat_us": statistics.fmean(x[0] for x in kept) / 1000.0,
+                      "fio_lat_p50_us": statistics.median(x[0] for x in outside) / 1000.0,
                       "client_edges_us": e["edges_us"], "client_ios": len(ios),
                       "client_joined": len(rows), "stalled": len(stalled) + e["stalled"]}))
 

@@ -23,6 +23,7 @@
 #   nvme_disconnect_all       delete every NVMe fabrics controller
 #   nvmet_port_param PORT-ID NAME VALUE  set the port's param_NAME (e.g. inline_data_size)
 #   nvmet_teardown            remove the ports, subsystems and namespaces set up above
+#   io_flowing DEV [SECS [N]] wait until DEV completes N (default 1) more reads
 #   recorder_wait OUT [WHAT [SECS]]  wait until `nvmetrace record >OUT` records, or fail
 #   run_fio NAME FIO-ARGS...  run fio with JSON output into $RESULTS/NAME.json (+ NAME.log)
 #   run_fio_bg NAME ARGS...   same, in the background (pid in FIO_PID); fio_stop ends it
@@ -69,6 +70,25 @@ wait_for() {
 		n=$((n - 1)); [ $n -gt 0 ] || return 1
 		sleep 0.1
 	done
+}
+
+# dev_reads DEV: reads completed on DEV, counted where every kernel counts them: on the
+# controller's path disk (nvmeXcYnZ) under native multipath, as 6.1 leaves the head's stat at 0
+dev_reads() {
+	local stat=/sys/block/$1/stat p
+	for p in /sys/block/"${1%n*}"c*n"${1##*n}"; do
+		[ -e "$p/stat" ] && { stat=$p/stat; break; }
+	done
+	awk '{print $1}' "$stat"
+}
+dev_reads_above() { [ "$(dev_reads "$1")" -gt "$2" ]; }
+# io_flowing DEV [SECS [N]]: wait (default 120 s) until DEV completes N (default 1) reads
+# from now on: a workload started in the background is doing I/O (fio takes seconds to
+# start under TCG)
+io_flowing() {
+	local r0
+	r0=$(dev_reads "$1") || return 1
+	wait_for "${2:-120}" dev_reads_above "$1" $((r0 + ${3:-1} - 1))
 }
 
 # recorder_started OUT [SECS]: wait (default 120 s) until an `nvmetrace record` writing to OUT
@@ -150,6 +170,22 @@ nvme_fabrics_connect() {
 	nvme_bdev_of "$nqn"
 }
 # nvme_tcp_connect [NQN] [OPTIONS] / nvme_rdma_connect [NQN] [OPTIONS]: to this guest's target
+# The nvme-tcp send functions nvmetrace hooks on this kernel, nvme_tcp loaded
+# (kmod/probes/nvme_tcp.c): nvme_tcp_try_send_cmd_pdu and _data_pdu where the
+# module has them as functions, and their stand-in nvme_tcp_try_send where one
+# of them is inlined.
+tcp_send_hooks() {
+	local f out="" standin=0
+	for f in nvme_tcp_try_send_cmd_pdu nvme_tcp_try_send_data_pdu; do
+		if grep -qE "^[0-9a-f]+ [tT] $f\s+\[nvme_tcp\]" /proc/kallsyms; then
+			out="$out $f"
+		else
+			standin=1
+		fi
+	done
+	[ $standin = 0 ] || out="$out nvme_tcp_try_send"
+	echo $out
+}
 nvme_tcp_connect() { nvme_fabrics_connect tcp "$NVMET_ADDR" "$@"; }
 nvme_rdma_connect() { nvme_fabrics_connect rdma "$RDMA_ADDR" "$@"; }
 

@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
 """Check an A/B comparison (tools/ab's compare.json) against the stages expected to move.
 
-    expect.py COMPARE_JSON --up STAGE [--up STAGE]... [--min-commands N]
+    expect.py COMPARE_JSON --up STAGE [--up STAGE]... [--min-commands N] [--other-min-share F]
 
 Per cell, with one result line each (PASS/FAIL and why):
   - the cell ran on both sides;
   - every expected STAGE moved up in every group of the cell that has it with at least
     N commands (default 200) on both sides, and at least one such group exists;
-  - no other stage moved, up or down, in any group of the cell.
+  - no other stage moved, up or down, in any group of the cell, by at least F (default 0)
+    of the group's end-to-end mean in A.
 Ends with "N passed, N failed"; exit status 1 when a check failed, 2 on bad input.
 """
 import argparse
@@ -20,6 +21,7 @@ def main():
     ap.add_argument("compare_json")
     ap.add_argument("--up", action="append", required=True, metavar="STAGE")
     ap.add_argument("--min-commands", type=int, default=200)
+    ap.add_argument("--other-min-share", type=float, default=0.0, metavar="F")
     o = ap.parse_args()
     try:
         with open(o.compare_json) as f:
@@ -41,6 +43,7 @@ def main():
         problems, found = [], {s: 0 for s in o.up}
         for g in c["compare"]["groups"]:
             label = "%s (%s)" % (g["label"], g.get("view", "?"))
+            e2e_a = ((g.get("end_to_end") or {}).get("a") or {}).get("mean_us") or 0
             for s in g["stages"]:
                 a, b = s.get("a"), s.get("b")
                 if s["name"] in found:
@@ -50,7 +53,7 @@ def main():
                     if s["moved"] != "up":
                         problems.append("%s: %s did not move up (%.1f -> %.1f us, z %.1f)" % (
                             label, s["name"], a["mean_us"], b["mean_us"], s["z"]))
-                elif s["moved"]:
+                elif s["moved"] and abs(s.get("delta_us") or 0) >= o.other_min_share * e2e_a:
                     problems.append("%s: %s moved %s (%s -> %s us, z %.1f)" % (
                         label, s["name"], s["moved"], "%.1f" % a["mean_us"] if a else "-",
                         "%.1f" % b["mean_us"] if b else "-", s["z"]))

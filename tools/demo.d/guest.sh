@@ -14,15 +14,24 @@ insmod "$NVMETRACE_KO"
 $NT --version
 echo
 echo "\$ nvmetrace record -r host -r target -s $DEMO_SAMPLE -i 4 -o demo.ntr   (Ctrl-C after fio)"
-$NT record -r host -r target -s "$DEMO_SAMPLE" -i 4 -o "$RESULTS/demo.ntr" &
+# the recorder's lines on the terminal as they come, and in a file to wait on: in the
+# guest's /run, not on the 9p results share (see recorder_started in lib.sh)
+recout=/run/demo-record.out
+exec 3> >(tee "$recout")
+tee_pid=$!
+$NT record -r host -r target -s "$DEMO_SAMPLE" -i 4 -o "$RESULTS/demo.ntr" >&3 2>&1 &
 rec=$!
-sleep 1
+exec 3>&-
+recorder_wait "$recout" "nvmetrace record"
 fio --name=demo --filename="/dev/$dev" --ioengine=libaio --direct=1 --rw="$DEMO_RW" \
 	--bs="$DEMO_BS" --iodepth="$DEMO_IODEPTH" --time_based --runtime="$DEMO_SECONDS" \
 	--output-format=json --output="$RESULTS/fio.json" >/dev/null 2>&1 || fail "fio failed"
-sleep 0.5
+# no wait: every record of a command is in the rings before fio sees it complete (over
+# nvme-tcp the target's last, nvmet_req_complete, comes before its response is sent), and
+# record drains the rings once the module has stopped
 kill -INT $rec
 wait $rec || fail "nvmetrace record failed"
+wait "$tee_pid" || true # the recorder's last lines before what follows
 echo
 echo "fio (for comparison): $(fio_json fio | jq -r '.jobs[0] | (if .read.total_ios > 0 then .read else .write end) |
 	"\(.total_ios) I/Os, \(.iops | floor) IOPS, latency mean \(.lat_ns.mean / 1000 | . * 100 | floor / 100) us (slat+clat)"')"

@@ -3,7 +3,9 @@
 # it; with the target set up every target hook attaches (nvmet's layout from BTF), the
 # function-entry ones through ftrace (the do_io_getevents kretprobe as a kprobe); a hook
 # on a function that does not exist (module parameter probe_test_symbol) is reported absent
-# and probe fails; nothing stays attached afterwards.
+# and probe fails; nothing stays attached afterwards. The nvme-tcp send hooks are the
+# exact ones where the module has them, else their stand-in (inline / spare states). Without
+# CAP_SYS_ADMIN probe cannot START (it says so); status still works.
 # lane-timeout: 90
 . "$NVMETRACE_SRC/tests/guest/lib.sh"
 need_ko
@@ -24,12 +26,31 @@ for h in nvme_setup_cmd nvme_complete_rq nvmet_req_init nvmet_bdev_execute_rw nv
 	grep -qE "^  ok +$h " "$RESULTS/both.txt" || fail "$h not attached"
 done
 grep -q 'nvmet layout from BTF: ok' "$RESULTS/both.txt" || fail "no nvmet layout"
+# the nvme-tcp send hooks: the exact ones where nvme_tcp has them as functions, else
+# inlined, with their stand-in nvme_tcp_try_send attached (spare when it is not needed)
+send=$(tcp_send_hooks)
+log "nvme-tcp send hooks on this kernel: $send"
+for h in nvme_tcp_try_send_cmd_pdu nvme_tcp_try_send_data_pdu nvme_tcp_try_send; do
+	case " $send " in
+	*" $h "*) want=ok ;;
+	*) [ $h = nvme_tcp_try_send ] && want=spare || want=inline ;;
+	esac
+	grep -qE "^  $want +$h " "$RESULTS/both.txt" || fail "$h is not reported '$want'"
+done
 # function-entry hooks say how they attached: through ftrace, where the function is ftrace-able
 for h in nvmet_bdev_execute_rw nvmet_bio_done blkdev_read_iter aio_complete_rw; do
 	grep -qE "^  ok +$h +ftrace" "$RESULTS/both.txt" || fail "$h not reported attached through ftrace"
 done
 grep -qE '^  ok +do_io_getevents +kprobe' "$RESULTS/both.txt" || fail "do_io_getevents (a kretprobe) not reported as a kprobe"
 grep -q '  load: ok' "$RESULTS/both.txt" || fail "load not ok"
+# START needs CAP_SYS_ADMIN, as /dev/nvmetrace does; reading the status does not
+if capsh --drop=cap_sys_admin -- -c "$NT probe -r host" >"$RESULTS/no-sys-admin.txt" 2>&1; then
+	cat "$RESULTS/no-sys-admin.txt"; fail "probe attached hooks without CAP_SYS_ADMIN"
+fi
+grep -q 'CAP_SYS_ADMIN' "$RESULTS/no-sys-admin.txt" ||
+	{ cat "$RESULTS/no-sys-admin.txt"; fail "no word of CAP_SYS_ADMIN when it is missing"; }
+capsh --drop=cap_sys_admin -- -c "$NT status --json" | jq -e '.state == "idle"' >/dev/null ||
+	fail "status without CAP_SYS_ADMIN failed"
 $NT status --json | jq -e '.state == "idle"' >/dev/null || fail "probe left the module recording"
 rmmod nvmetrace || fail "rmmod failed"
 

@@ -17,7 +17,7 @@ KL=/sys/kernel/debug/kprobes/list
 [ -r $KL ] || skip "no $KL (debugfs)"
 
 # function-entry hooks of a host and an nvme-tcp target recording (hooks.c, kind FTRACE)
-FNS="__x64_sys_io_submit blkdev_read_iter blkdev_write_iter aio_complete_rw nvme_tcp_try_send
+FNS="__x64_sys_io_submit blkdev_read_iter blkdev_write_iter aio_complete_rw
 nvme_tcp_recv_skb nvmet_bdev_execute_rw nvmet_bio_done nvmet_tcp_data_ready nvmet_tcp_map_data
 nvmet_tcp_queue_response nvmet_tcp_build_pdu_iovec"
 kprobed() { grep -E " $1(\+0x[0-9a-f]+)?( |$)" $KL || true; }
@@ -25,6 +25,7 @@ kprobed() { grep -E " $1(\+0x[0-9a-f]+)?( |$)" $KL || true; }
 nvmet_tcp_setup
 dev=$(nvme_tcp_connect)
 insmod "$NVMETRACE_KO" hook_kprobes=1 || fail "insmod hook_kprobes=1 failed"
+FNS="$FNS $(tcp_send_hooks)"
 
 "$NT" probe -r host -r target | tee "$RESULTS/probe.txt" || fail "probe failed"
 for f in $FNS; do
@@ -82,7 +83,7 @@ EOF
 # unload while I/O runs (the recorder is gone: the module is idle, its kprobes unregistered)
 run_fio_bg bg --filename="/dev/$dev" --ioengine=libaio --direct=1 --rw=randread --bs=4k \
 	--iodepth=8 --size=256m --time_based --runtime=30
-sleep 1
+io_flowing "$dev" || fail "fio did no I/O on /dev/$dev: $(tail -n 5 "$RESULTS/bg.log")"
 rmmod nvmetrace || fail "rmmod under load failed"
 fio_stop
 fio_check bg

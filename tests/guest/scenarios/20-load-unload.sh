@@ -16,13 +16,14 @@ log "namespace /dev/$dev, module $mod ($NVMETRACE_KO)"
 run_fio_bg load-unload --filename="/dev/$dev" --ioengine=libaio --direct=1 --rw=randread \
 	--bs=4k --iodepth=2 --rate_iops=1500 --time_based --runtime=600
 trap 'kill -TERM $FIO_PID 2>/dev/null || true' EXIT
-sleep 1
+io_flowing "$dev" || fail "fio did no I/O on /dev/$dev: $(tail -n 5 "$RESULTS/load-unload.log")"
 kill -0 "$FIO_PID" 2>/dev/null || fail "fio died at start: $(tail -n 5 "$RESULTS/load-unload.log")"
 
 t0=$(cut -d' ' -f1 /proc/uptime)
 for i in $(seq 1 "$LOOPS"); do
 	insmod "$NVMETRACE_KO" || fail "insmod #$i failed"
-	sleep 0.1
+	# a read completes while the module is in: it goes out under I/O
+	io_flowing "$dev" 30 || fail "no read completed on /dev/$dev within 30 s of insmod #$i"
 	rmmod "$mod" || fail "rmmod #$i failed"
 	kill -0 "$FIO_PID" 2>/dev/null || fail "fio stopped during load/unload #$i"
 done

@@ -35,7 +35,10 @@ recorder_wait "$RESULTS/record.out"
 # 1. a controller reset under load: nvme-tcp requeues what was in flight, fio sees no error
 run_fio_bg reset --filename="/dev/$dev" --ioengine=libaio --direct=1 --rw=randrw --bs=4k \
 	--iodepth=8 --time_based --runtime=6
-sleep 2
+# under load: fio past its start (seconds under TCG) and 100 reads done, still running
+io_flowing "$dev" 120 100 ||
+	fail "no 100 reads on /dev/$dev before the reset: $(tail -n 5 "$RESULTS/reset.log")"
+kill -0 "$FIO_PID" 2>/dev/null || fail "fio ended before the reset: $(tail -n 5 "$RESULTS/reset.log")"
 echo 1 >"/sys/class/nvme/$ctrl/reset_controller" || fail "reset_controller refused"
 log "reset $ctrl"
 wait_for 30 bash -c "[ \"\$(cat /sys/class/nvme/$ctrl/state)\" = live ]" ||

@@ -23,7 +23,6 @@ for rw in randread randwrite; do
 		recorder_wait "$d/record.out" "$label"
 		run_fio "$label" --filename="/dev/$dev" --ioengine=libaio --direct=1 --rw="$rw" \
 			--bs=4k --iodepth=4 --size=64m --time_based --runtime=2 || fail "$label: fio failed"
-		sleep 0.2
 		kill -INT $rec
 		wait $rec || { cat "$d/record.out"; fail "$label: record failed"; }
 		"$NT" report --detail "$d/rec.ntr" >"$d/report.txt" || fail "$label: report failed"

@@ -32,7 +32,6 @@ run() {
 	recorder_wait "$RESULTS/$name.record.out" "$name"
 	run_fio "$name" --filename="/dev/$dev" --ioengine=libaio --direct=1 --iodepth=1 \
 		--time_based --runtime=2 "$@" || fail "fio $name failed"
-	sleep 0.2
 	kill -INT $rec
 	wait $rec || { cat "$RESULTS/$name.record.out"; fail "record $name failed"; }
 	fio_check "$name"

@@ -37,10 +37,8 @@ run() {
 		>"$RESULTS/$name.record.out" 2>&1 &
 	rec=$!
 	recorder_wait "$RESULTS/$name.record.out" "$name"
-	sleep 0.5
 	run_fio "$name" --filename="/dev/$dev" --ioengine=libaio --direct=1 --iodepth=1 \
 		--time_based --runtime=1 "$@" || fail "fio $name failed"
-	sleep 0.2
 	kill -INT $rec
 	wait $rec || { cat "$RESULTS/$name.record.out"; fail "record $name failed"; }
 	fio_check "$name"

@@ -34,7 +34,8 @@ target_phase() { # NAME SAMPLE BUSY
 		run_fio_bg "$ph-competing" --filename=/dev/nullb0 --ioengine=libaio --direct=1 \
 			--rw=randread --bs=4k --iodepth=1 --numjobs=4 --group_reporting \
 			--time_based --runtime=60
-		sleep 0.5
+		io_flowing nullb0 60 ||
+			fail "$ph: the competing fio did no I/O on /dev/nullb0: $(tail -n 5 "$RESULTS/$ph-competing.log")"
 	fi
 	pair_signal "ready-$ph"
 	pair_wait "done-$ph" 120

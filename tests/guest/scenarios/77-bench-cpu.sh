@@ -14,7 +14,16 @@ dev=$(nvme_tcp_connect)
 taskset -c 1 bash -c 'while :; do :; done' &
 LOOP=$!
 trap 'kill $LOOP 2>/dev/null || true' EXIT
-sleep 0.5
+# loop_spinning: the loop (taskset has exec'd bash) is on CPU 1, running, and has spun for
+# 10 ticks there at least
+loop_spinning() {
+	local s f
+	s=$(cat "/proc/$LOOP/stat") || return 1
+	[[ $s == *" (bash) "* ]] || return 1
+	read -ra f <<<"${s##*) }" # f[0]: state (field 3), f[11]+f[12]: utime+stime, f[36]: CPU
+	[ "${f[0]}" = R ] && [ "${f[36]}" = 1 ] && [ $((f[11] + f[12])) -ge 10 ]
+}
+wait_for 60 loop_spinning || fail "the busy loop is not spinning on CPU 1: $(cat "/proc/$LOOP/stat" 2>&1)"
 
 busy() { # busy NAME TARGET-CPUS: bench pinned to CPU 0, QD1, busy_cores from its CSV
 	local mask=()
