@@ -6,8 +6,10 @@
 #   make tool         the nvmetrace tool (CMake, build/user/nvmetrace)
 #   make demo         the main job on the embedded default: a Debian kernel under
 #                     QEMU, an NVMe/TCP target and host, fio, nvmetrace recording, report
-#   make check        every test (tests/run): unit, KUnit, DKMS, guest scenarios on 6.1 and 6.12,
-#                     the A/B test, and check-debug's scenarios when the debug kernel is cached
+#   make check        every test (tests/run): unit, KUnit, DKMS for 6.1, 6.12, 7.2 and 7.3, every
+#                     guest scenario on 6.1 and 6.12 and a core set on 7.2 and 7.3, the A/B
+#                     test, and check-debug's scenarios when the debug kernel is cached
+#   make check-all    the same with every guest scenario on all four kernel lines
 #   make check-debug  reliability scenarios on a KASAN/lockdep/kmemleak kernel built from
 #                     Debian's 6.12 source (tests/check-debug; builds the kernel when absent)
 #   make debug-kernel build that kernel into the cache (hours on 2 cores; once)
@@ -28,7 +30,7 @@ BUILD ?= $(CURDIR)/build
 PREFIX ?= /usr/local
 export NVMETRACE_BUILD := $(BUILD)
 
-.PHONY: all deps module tool check check-debug debug-kernel demo bench bench-record bench-join install dkms-install clean
+.PHONY: all deps module tool check check-all check-debug debug-kernel demo bench bench-record bench-join install dkms-install clean
 
 all: module tool
 
@@ -49,6 +51,9 @@ tool:
 
 check:
 	tests/run
+
+check-all:
+	NVMETRACE_GUEST_MATRIX=full tests/run
 
 check-debug:
 	tests/check-debug
