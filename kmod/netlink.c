@@ -347,11 +347,16 @@ static int nvmetrace_genl_start(struct sk_buff *skb, struct genl_info *info)
 	return nvmetrace_genl_reply_state(info, state);
 }
 
-/* Stop recording if it is; from STOP and at unload.  Returns the new state. */
-static u32 nvmetrace_genl_do_stop(void)
+/*
+ * Stop recording if it is and, when @owner is not 0, if that netlink port
+ * still owns it; from STOP (owner 0), the owner-gone work and unload.
+ * Process context, takes ctl_lock.  Returns the new state.
+ */
+static u32 nvmetrace_genl_do_stop(u32 owner)
 {
 	mutex_lock(&nvmetrace_dev.ctl_lock);
-	if (nvmetrace_dev.state == NVMETRACE_STATE_RECORDING) {
+	if (nvmetrace_dev.state == NVMETRACE_STATE_RECORDING &&
+	    (!owner || nvmetrace_dev.owner_portid == owner)) {
 		nvmetrace_hooks_stop();
 		WRITE_ONCE(nvmetrace_dev.state, NVMETRACE_STATE_IDLE);
 		nvmetrace_dev.cfg = NVMETRACE_CONFIG_IDLE;
@@ -366,7 +371,7 @@ static int nvmetrace_genl_stop(struct sk_buff *skb, struct genl_info *info)
 {
 	if (!nvmetrace_genl_sys_admin(skb, info))
 		return -EPERM;
-	return nvmetrace_genl_reply_state(info, nvmetrace_genl_do_stop());
+	return nvmetrace_genl_reply_state(info, nvmetrace_genl_do_stop(0));
 }
 
 /*
@@ -535,9 +540,16 @@ const struct genl_family *nvmetrace_genl_family_ptr(void)
  * a crashed recorder does not leave the hooks attached with nobody reading.
  * The netlink notifier chain is atomic: the stop itself runs in a work item.
  */
+static u32 nvmetrace_gone_portid;	/* the owner whose socket went away */
+
+/*
+ * The recording may have changed hands between the notifier and this work
+ * (STOP, then START from another socket): stop it only if the socket that
+ * went away still owns it, checked under ctl_lock.
+ */
 static void nvmetrace_owner_gone(struct work_struct *work)
 {
-	nvmetrace_genl_do_stop();
+	nvmetrace_genl_do_stop(READ_ONCE(nvmetrace_gone_portid));
 }
 
 static DECLARE_WORK(nvmetrace_owner_gone_work, nvmetrace_owner_gone);
@@ -549,8 +561,10 @@ static int nvmetrace_netlink_notify(struct notifier_block *nb,
 	u32 owner = READ_ONCE(nvmetrace_dev.owner_portid);
 
 	if (event == NETLINK_URELEASE && n->protocol == NETLINK_GENERIC &&
-	    owner && n->portid == owner && net_eq(n->net, &init_net))
+	    owner && n->portid == owner && net_eq(n->net, &init_net)) {
+		WRITE_ONCE(nvmetrace_gone_portid, owner);
 		schedule_work(&nvmetrace_owner_gone_work);
+	}
 	return NOTIFY_DONE;
 }
 
@@ -584,5 +598,5 @@ void nvmetrace_genl_exit(void)
 	genl_unregister_family(&nvmetrace_genl_family);
 	netlink_unregister_notifier(&nvmetrace_netlink_nb);
 	cancel_work_sync(&nvmetrace_owner_gone_work);
-	nvmetrace_genl_do_stop();
+	nvmetrace_genl_do_stop(0);
 }
