@@ -57,6 +57,20 @@ static void probe_rq_complete(void *data, struct request *rq,
 	host_rq_event(NVMETRACE_EV_RQ_COMPLETE, rq, (__force u64)error);
 }
 
+/*
+ * The probes' prototypes against the tracepoints' own: these helpers come
+ * with <trace/events/block.h>, and a probe whose arguments no longer match
+ * (-Werror=incompatible-pointer-types) fails the build rather than reading
+ * the wrong arguments at run time.  Never called.
+ */
+static void __maybe_unused blk_check_prototypes(void)
+{
+	check_trace_callback_type_block_bio_queue(probe_bio_queue);
+	check_trace_callback_type_block_rq_insert(probe_rq_insert);
+	check_trace_callback_type_block_rq_issue(probe_rq_issue);
+	check_trace_callback_type_block_rq_complete(probe_rq_complete);
+}
+
 static struct nvmetrace_hook blk_hooks[] = {
 	{ "block_bio_queue", NULL, NVMETRACE_HOOK_TRACEPOINT, NVMETRACE_ROLE_HOST,
 	  probe_bio_queue },
