@@ -5,7 +5,8 @@
 # on a function that does not exist (module parameter probe_test_symbol) is reported absent
 # and probe fails; nothing stays attached afterwards. The nvme-tcp send hooks are the
 # exact ones where the module has them, else their stand-in (inline / spare states). Without
-# CAP_SYS_ADMIN probe cannot START (it says so); status still works.
+# CAP_SYS_ADMIN probe cannot START (it says so); status still works. nvme-core's and nvmet's
+# tracepoints are checked against BTF (btf_trace_*) for the arguments the probes take.
 # lane-timeout: 90
 . "$NVMETRACE_SRC/tests/guest/lib.sh"
 need_ko
@@ -17,6 +18,8 @@ modprobe -r nvme_tcp nvme_fabrics nvme_core 2>/dev/null || true
 $NT probe -r host | tee "$RESULTS/host-no-nvme.txt" || fail "probe -r host failed without nvme-core"
 grep -qE '^  ok +block_rq_issue' "$RESULTS/host-no-nvme.txt" || fail "block_rq_issue not ok"
 grep -qE '^  wait +nvme_setup_cmd' "$RESULTS/host-no-nvme.txt" || fail "nvme_setup_cmd should wait for nvme-core"
+grep -q 'nvme_core tracepoints: not checked against BTF (nvme_core not loaded)' \
+	"$RESULTS/host-no-nvme.txt" || fail "no word that nvme-core's tracepoints could not be checked"
 
 nvmet_tcp_setup
 dev=$(nvme_tcp_connect)
@@ -26,6 +29,11 @@ for h in nvme_setup_cmd nvme_complete_rq nvmet_req_init nvmet_bdev_execute_rw nv
 	grep -qE "^  ok +$h " "$RESULTS/both.txt" || fail "$h not attached"
 done
 grep -q 'nvmet layout from BTF: ok' "$RESULTS/both.txt" || fail "no nvmet layout"
+# the probes' prototypes against the tracepoints' own in this kernel's BTF (btf_trace_*)
+grep -q 'nvme_core tracepoints: 2 checked against BTF' "$RESULTS/both.txt" ||
+	fail "nvme-core's tracepoints not checked against BTF"
+grep -q 'nvmet tracepoints: 2 checked against BTF' "$RESULTS/both.txt" ||
+	fail "nvmet's tracepoints not checked against BTF"
 # the nvme-tcp send hooks: the exact ones where nvme_tcp has them as functions, else
 # inlined, with their stand-in nvme_tcp_try_send attached (spare when it is not needed)
 send=$(tcp_send_hooks)

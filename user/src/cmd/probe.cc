@@ -71,11 +71,15 @@ int run_probe(const ProbeOptions& opts) {
     start.role = role;
     start.sample = 0xffffffffu;
     const LayoutNotes layouts = fill_layouts(role, start);
+    // nvme-core's tracepoints pass other arguments than the host's probes
+    // take: the host's hooks are not attached even to be probed.
+    if (!layouts.host_error.empty())
+        start.role &= ~NVMETRACE_ROLE_HOST;
     const std::string layout_note =
         layouts.nvmet_error.empty() ? "nvmet layout from BTF: ok" : layouts.nvmet_error;
     std::vector<HookInfo> hooks;
     std::string start_error;
-    if (!(role & NVMETRACE_ROLE_TARGET) || !start.layout.empty()) {
+    if (start.role && (!(role & NVMETRACE_ROLE_TARGET) || !start.layout.empty())) {
         try {
             genl.start(start);
             hooks = genl.get_hooks();
@@ -95,6 +99,14 @@ int run_probe(const ProbeOptions& opts) {
                    fs::exists(fmt::format("/sys/module/{}", mod)) ? "loaded" : "not loaded");
         if (!host && !layout_note.empty())
             fmt::print("  {}\n", layout_note);
+        if (host && !layouts.host_error.empty()) {
+            fmt::print("  {}\n", layouts.host_error);
+            ok = false;
+        } else if (host) {
+            fmt::print("  {}\n", layouts.host_tracepoints);
+        } else if (layouts.nvmet_error.empty()) {
+            fmt::print("  {}\n", layouts.target_tracepoints);
+        }
         if (!opts.transport.empty()) {
             // the transport module of this side and its private layout
             const std::string tmod = fmt::format("{}_{}", host ? "nvme" : "nvmet", opts.transport);

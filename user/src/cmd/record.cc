@@ -120,16 +120,45 @@ std::string_view transport_module(std::string_view hook) {
     return "";
 }
 
+namespace {
+
+// What probe says of a module's tracepoints against BTF.
+std::string tracepoints_note(std::string_view module, const BtfLayout& btf, int checked) {
+    if (!btf.ok())
+        return fmt::format("{} tracepoints: not checked against BTF ({} not loaded)", module,
+                           module);
+    if (checked == 0)
+        return fmt::format("{} tracepoints: not checked (no btf_trace_ types in BTF)", module);
+    return fmt::format("{} tracepoints: {} checked against BTF", module, checked);
+}
+
+}  // namespace
+
 LayoutNotes fill_layouts(uint32_t role, StartArgs& start) {
     LayoutNotes notes;
     if (role & NVMETRACE_ROLE_TARGET) {
         BtfLayout btf = BtfLayout::load("nvmet");
         auto l = btf.ok() ? btf.nvmet() : std::nullopt;
-        if (l)
+        // nvmet's tracepoints must pass what the target's probes take: a
+        // role whose first and last events would read the wrong arguments
+        // is not recorded at all.
+        int checked = 0;
+        auto proto = l ? btf.probe_prototype_mismatch("nvmet", &checked) : std::nullopt;
+        notes.target_tracepoints = tracepoints_note("nvmet", btf, checked);
+        if (l && !proto)
             start.layout = {l->req_cmd.offset, l->req_cqe.offset, l->req_sq.offset,
                             l->sq_ctrl.offset, l->sq_qid.offset,  l->ctrl_cntlid.offset};
         else
-            notes.nvmet_error = "nvmet's layout: " + btf.error();
+            notes.nvmet_error = proto ? "nvmet's " + *proto : "nvmet's layout: " + btf.error();
+    }
+    // The same for nvme-core's tracepoints and the host role, when nvme_core
+    // is loaded (else its tracepoints attach when it is, unchecked).
+    if (role & NVMETRACE_ROLE_HOST) {
+        BtfLayout btf = BtfLayout::load("nvme_core");
+        int checked = 0;
+        if (auto proto = btf.probe_prototype_mismatch("nvme_core", &checked))
+            notes.host_error = "nvme_core's " + *proto;
+        notes.host_tracepoints = tracepoints_note("nvme_core", btf, checked);
     }
     // Likewise nvmet-tcp's for the target's transport hooks, which read
     // nvmet's fields as well: only with nvmet's layout.
@@ -248,6 +277,8 @@ int run_record(const RecordOptions& opts) {
     // (required), nvme-tcp's for the host's transport hooks (optional).
     std::vector<TargetNamespace> target_ns;
     const LayoutNotes layouts = fill_layouts(role, start);
+    if ((role & NVMETRACE_ROLE_HOST) && !layouts.host_error.empty())
+        throw Error(fmt::format("host role: {}", layouts.host_error));
     if (role & NVMETRACE_ROLE_TARGET) {
         if (!layouts.nvmet_error.empty())
             throw Error(fmt::format("target role: {}", layouts.nvmet_error));

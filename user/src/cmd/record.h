@@ -45,7 +45,10 @@ RecordingWriterOptions recorder_writer_options(uint32_t sample,
 struct StartArgs;
 // What fill_layouts() could not find: empty when found (or not needed).
 struct LayoutNotes {
-    std::string nvmet_error;  // target role: nvmet's layout (the role needs it)
+    std::string host_error;  // host role: nvme-core's tracepoints differ (the role needs them)
+    std::string host_tracepoints;    // how many of nvme-core's were checked against BTF
+    std::string target_tracepoints;  // the same for nvmet's
+    std::string nvmet_error;  // target role: nvmet's layout and tracepoints (the role needs them)
     std::string tcp_error;    // host role: nvme-tcp's layout (its hooks need it)
     std::string rdma_error;   // host role: nvme-rdma's layout (its hooks need it)
     std::string rdmat_error;  // target role: nvmet-rdma's layout (its hooks need it)

@@ -3,6 +3,7 @@
 #include <linux/nvmetrace.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <iterator>
@@ -283,6 +284,117 @@ std::optional<RdmaLayout> BtfLayout::nvmet_rdma() {
     };
     static_assert(std::size(wants) == NVMETRACE_L_RDMAT_RSP_REQ - NVMETRACE_L_RDMAT_WC_WR_CQE + 1);
     return resolve_fields<RdmaLayout>(*this, wants);
+}
+
+namespace {
+
+// A BTF type spelled as C, as far as a probe's arguments need: pointers,
+// qualifiers, struct/union/enum tags and named types.
+std::string c_type(const ::btf* btf, __u32 id, int depth = 0) {
+    if (id == 0)
+        return "void";
+    const struct btf_type* t = btf__type_by_id(btf, id);
+    if (!t || depth > 16)
+        return "?";
+    const char* name = btf__name_by_offset(btf, t->name_off);
+    const std::string n = name ? name : "";
+    switch (btf_kind(t)) {
+        case BTF_KIND_PTR:
+            return c_type(btf, t->type, depth + 1) + " *";
+        case BTF_KIND_CONST:
+            return "const " + c_type(btf, t->type, depth + 1);
+        case BTF_KIND_VOLATILE:
+            return "volatile " + c_type(btf, t->type, depth + 1);
+        case BTF_KIND_STRUCT:
+            return "struct " + n;
+        case BTF_KIND_UNION:
+            return "union " + n;
+        case BTF_KIND_ENUM:
+        case BTF_KIND_ENUM64:
+            return "enum " + n;
+        default:
+            return n.empty() ? "?" : n;
+    }
+}
+
+// The tracepoints of each module that nvmetrace's probes take, with the
+// arguments the probes are written for.  nvmet's request is `void *` in
+// kmod/probes/nvmet.c (struct nvmet_req is private) but the tracepoint
+// passes a struct nvmet_req *, which is what must not change.  The block
+// layer's tracepoints are checked when the module is built
+// (check_trace_callback_type_* in kmod/probes/blk.c).
+struct TracepointWant {
+    const char* module;
+    const char* name;
+    std::vector<std::string_view> args;
+};
+
+const std::vector<TracepointWant>& tracepoint_wants() {
+    static const std::vector<TracepointWant> wants = {
+        {"nvme_core", "nvme_setup_cmd", {"struct request *", "struct nvme_command *"}},
+        {"nvme_core", "nvme_complete_rq", {"struct request *"}},
+        {"nvmet", "nvmet_req_init", {"struct nvmet_req *", "struct nvme_command *"}},
+        {"nvmet", "nvmet_req_complete", {"struct nvmet_req *"}},
+    };
+    return wants;
+}
+
+std::string joined(const auto& args) {
+    std::string out;
+    for (const auto& a : args)
+        out += (out.empty() ? "" : ", ") + std::string(a);
+    return "(" + out + ")";
+}
+
+}  // namespace
+
+std::optional<std::vector<std::string>> BtfLayout::tracepoint_args(const std::string& name) {
+    if (!ok())
+        return std::nullopt;
+    const std::string tname = "btf_trace_" + name;
+    __s32 id = btf__find_by_name_kind(module_btf_, tname.c_str(), BTF_KIND_TYPEDEF);
+    if (id < 0) {
+        error_ = fmt::format("tracepoint {} not in BTF (no typedef {})", name, tname);
+        return std::nullopt;
+    }
+    // typedef void (*btf_trace_<name>)(void *__data, <TP_PROTO args>);
+    const struct btf_type* t = btf__type_by_id(module_btf_, btf__type_by_id(module_btf_, id)->type);
+    if (t && btf_is_ptr(t))
+        t = btf__type_by_id(module_btf_, t->type);
+    if (!t || !btf_is_func_proto(t) || btf_vlen(t) < 1) {
+        error_ = fmt::format("{} in BTF is not a pointer to a probe's prototype", tname);
+        return std::nullopt;
+    }
+    std::vector<std::string> args;
+    const struct btf_param* p = btf_params(t);
+    for (unsigned i = 1; i < btf_vlen(t); i++)
+        args.push_back(c_type(module_btf_, p[i].type));
+    return args;
+}
+
+std::optional<std::string> BtfLayout::probe_prototype_mismatch(const std::string& module,
+                                                               int* checked) {
+    if (checked)
+        *checked = 0;
+    if (!ok())
+        return std::nullopt;
+    for (const auto& w : tracepoint_wants()) {
+        if (module != w.module)
+            continue;
+        // No typedef (a kernel without CONFIG_BPF_EVENTS has none): nothing
+        // to check against, as on a kernel without BTF.
+        auto args = tracepoint_args(w.name);
+        if (!args)
+            continue;
+        if (checked)
+            ++*checked;
+        if (!std::equal(args->begin(), args->end(), w.args.begin(), w.args.end()))
+            return fmt::format(
+                "tracepoint {} passes {} in this kernel, nvmetrace's probe takes {}: "
+                "it is not attached (the kernel changed it; nvmetrace needs updating)",
+                w.name, joined(*args), joined(w.args));
+    }
+    return std::nullopt;
 }
 
 }  // namespace nvmetrace

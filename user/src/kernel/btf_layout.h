@@ -82,6 +82,22 @@ public:
     // The nvmet-tcp target group (module BTF "nvmet_tcp"), sizes checked.
     std::optional<NvmetTcpLayout> nvmet_tcp();
 
+    // The arguments tracepoint `name` passes its probes, spelled as C
+    // ("struct request *"), the probe's leading data pointer left out: from
+    // the typedef btf_trace_<name> the kernel's BTF has for each tracepoint.
+    // nullopt and error() set when absent.
+    std::optional<std::vector<std::string>> tracepoint_args(const std::string& name);
+
+    // Checks that the tracepoints of `module` ("nvme_core", "nvmet") that
+    // nvmetrace's probes take (kmod/probes/nvme.c, nvmet.c) pass the
+    // arguments those probes are written for.  nullopt when they do, when
+    // the module has none nvmetrace takes, when its BTF cannot be read (then
+    // ok() is false) or has no btf_trace_ typedef to check against; else the
+    // text that says which differs and how.  *checked (when given) counts
+    // the tracepoints compared.
+    std::optional<std::string> probe_prototype_mismatch(const std::string& module,
+                                                        int* checked = nullptr);
+
 private:
     BtfLayout() = default;
     ::btf* base_ = nullptr;
