@@ -2,6 +2,7 @@
 // schema and first bytes, and a round trip through the writer and the reader.
 #include "format/recfile.h"
 
+#include "analysis/events.h"
 #include "format/recfile_helpers.h"
 #include "tempdir.h"
 #include "util/error.h"
@@ -72,6 +73,14 @@ TEST(RecFile, SchemaCoversTheRecord) {
     EXPECT_EQ(fields.front().name, "ts");
     EXPECT_EQ(fields.back().name, "seq");
     EXPECT_EQ(default_event_names().at(NVMETRACE_EV_NVMET_EXEC), "nvmet_exec");
+}
+
+TEST(RecFile, MetaNamesEveryEventTheAnalysisKnows) {
+    // a recording says what each of its events is, so a reader without our
+    // headers (and nvmetrace script) can name every record
+    for (const auto& e : kEvents)
+        EXPECT_TRUE(default_event_names().contains(e.event)) << e.name;
+    EXPECT_EQ(default_event_names().at(NVMETRACE_EV_TCPT_CMD_RECV), "tcpt_cmd_recv");
 }
 
 TEST(RecFile, FileStartsWithDocumentedBytes) {
