@@ -1,7 +1,8 @@
 #!/bin/bash
 # 30-record-tcp: record host and target of an nvme-tcp loopback run with fio, then report:
 # live lines and a summary; the sampled commands match fio's I/O count; a recording killed
-# with SIGKILL mid-run still reports what it holds and says where the file ended.
+# with SIGKILL mid-run still reports what it holds and says where the file ended; script prints
+# every record of the recording once.
 # lane-timeout: 180
 . "$NVMETRACE_SRC/tests/guest/lib.sh"
 need_ko
@@ -28,6 +29,18 @@ n=$(jq '[.[0].groups[] | select(.device | startswith("nvme")) | .n] | add' "$RES
 ios=$(fio_ios rd)
 [ "$n" = "$ios" ] || fail "report has $n host commands, fio did $ios I/Os"
 grep -q 'profiling as host+target' "$RESULTS/record.out" || fail "no start line"
+# script prints every record once, each as a JSON object with --json; -e keeps one event
+"$NVMETRACE_BIN" script "$RESULTS/rec.ntr" >"$RESULTS/script.txt" || fail "script failed"
+recs=$(jq '.[0].records | .host + .target + .unknown' "$RESULTS/report.json")
+lines=$(tail -n +3 "$RESULTS/script.txt" | wc -l)
+[ "$lines" = "$recs" ] || fail "script printed $lines records, report read $recs"
+"$NVMETRACE_BIN" script --json -e nvmet_init "$RESULTS/rec.ntr" >"$RESULTS/script-init.jsonl" ||
+	fail "script -e failed"
+[ "$(jq -c 'select(.event == "nvmet_init" and .role == "target")' "$RESULTS/script-init.jsonl" |
+	wc -l)" -ge "$ios" ] || fail "fewer nvmet_init records than I/Os"
+[ "$(wc -l <"$RESULTS/script-init.jsonl")" -ge "$ios" ] || fail "script -e printed no records"
+jq -e 'select(.event != "nvmet_init")' "$RESULTS/script-init.jsonl" >/dev/null &&
+	fail "script -e nvmet_init printed other records"
 grep -qE '^ +[0-9.]+s  read 4KiB nvme' "$RESULTS/record.out" || fail "no live line"
 
 # SIGKILL mid-recording: the file stays readable up to its last flushed block

@@ -46,4 +46,15 @@ uint32_t DeviceTable::target_block_size(uint32_t nsid) const {
     return it == target_ns_.end() ? 0 : it->second.block_size;
 }
 
+std::vector<std::string> DeviceTable::names() const {
+    std::vector<std::string> out;
+    for (const auto& [dev, d] : disks_)
+        if (!d.name.empty())
+            out.push_back(d.name);
+    for (const auto& [nsid, ns] : target_ns_)
+        if (!ns.name.empty())
+            out.push_back(ns.name);
+    return out;
+}
+
 }  // namespace nvmetrace

@@ -7,6 +7,7 @@
 
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 namespace nvmetrace {
 
@@ -30,6 +31,8 @@ public:
     uint32_t target_block_size(uint32_t nsid) const;  // 0: unknown
     // The controller id of the controller a (path) disk belongs to; 0: unknown.
     uint16_t cntlid(uint32_t dev) const;
+    // Every disk's and target namespace's name, as the names above give them.
+    std::vector<std::string> names() const;
 
 private:
     struct Disk {

@@ -8,6 +8,7 @@
 #include "cmd/probe.h"
 #include "cmd/record.h"
 #include "cmd/report.h"
+#include "cmd/script.h"
 #include "cmd/status.h"
 #include "kernel/genl.h"
 #include "util/error.h"
@@ -157,6 +158,21 @@ int run(int argc, char** argv) {
     report->add_flag("--commands", rep.commands,
                      "One JSON line per command (its events' timestamps) instead of the report");
 
+    ScriptOptions scr;
+    double scr_from = 0, scr_to = 0;
+    CLI::App* script = app.add_subcommand(
+        "script", "Every record, one line each in time order (as perf script, blkparse)");
+    script->add_option("files", scr.files, "Recordings")->required();
+    script->add_option("-e,--event", scr.events, "Only these events (bio_queue,nvme_setup,...)")
+        ->delimiter(',');
+    script->add_option("-d,--device", scr.devices, "Only these devices (nvme0n1, a target's)")
+        ->delimiter(',');
+    CLI::Option* from_opt =
+        script->add_option("--from", scr_from, "From this many seconds after the start");
+    CLI::Option* to_opt =
+        script->add_option("--to", scr_to, "Up to this many seconds after the start");
+    script->add_flag("--json", scr.json, "One JSON object a line");
+
     CompareOptions cmp;
     std::vector<std::string> cmp_runs;
     double min_change_pct = cmp.rule.min_change * 100, min_share_pct = cmp.rule.min_share * 100;
@@ -253,6 +269,13 @@ int run(int argc, char** argv) {
     }
     if (report->parsed())
         return run_report(rep);
+    if (script->parsed()) {
+        if (from_opt->count())
+            scr.from_s = scr_from;
+        if (to_opt->count())
+            scr.to_s = scr_to;
+        return run_script(scr);
+    }
     if (compare->parsed()) {
         if (!cmp_runs.empty()) {
             if (cmp_runs.size() != 2 || !cmp.a.empty() || !cmp.b.empty())
