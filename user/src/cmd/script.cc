@@ -9,7 +9,7 @@
 #include <limits>
 #include <set>
 
-#include <fmt/core.h>
+#include <fmt/format.h>
 
 namespace nvmetrace {
 
@@ -37,13 +37,6 @@ uint64_t window_ns(const RecordingMeta& meta, double s) {
     if (ns >= 1.8e19)
         return std::numeric_limits<uint64_t>::max();
     return static_cast<uint64_t>(ns);
-}
-
-std::string joined(const auto& names) {
-    std::string out;
-    for (const auto& n : names)
-        out += (out.empty() ? "" : ", ") + std::string(n);
-    return out;
 }
 
 }  // namespace
@@ -154,11 +147,12 @@ int run_script(const ScriptOptions& opts, FILE* out) {
     for (const auto& e : opts.events)
         if (!event_names.contains(e))
             throw Error(fmt::format("script: no event '{}' in these recordings (events: {})", e,
-                                    joined(event_names)));
+                                    fmt::join(event_names, ", ")));
     for (const auto& d : opts.devices)
         if (!device_names.contains(d))
-            throw Error(fmt::format("script: no device '{}' in these recordings (devices: {})", d,
-                                    device_names.empty() ? "none" : joined(device_names)));
+            throw Error(fmt::format(
+                "script: no device '{}' in these recordings (devices: {})", d,
+                device_names.empty() ? "none" : fmt::format("{}", fmt::join(device_names, ", "))));
 
     int rc = 0;
     for (size_t i = 0; i < readers.size(); i++) {

@@ -11,7 +11,7 @@
 #include <utility>
 
 #include <bpf/btf.h>
-#include <fmt/core.h>
+#include <fmt/format.h>
 
 namespace nvmetrace {
 
@@ -339,13 +339,6 @@ const std::vector<TracepointWant>& tracepoint_wants() {
     return wants;
 }
 
-std::string joined(const auto& args) {
-    std::string out;
-    for (const auto& a : args)
-        out += (out.empty() ? "" : ", ") + std::string(a);
-    return "(" + out + ")";
-}
-
 }  // namespace
 
 std::optional<std::vector<std::string>> BtfLayout::tracepoint_args(const std::string& name) {
@@ -390,9 +383,9 @@ std::optional<std::string> BtfLayout::probe_prototype_mismatch(const std::string
             ++*checked;
         if (!std::equal(args->begin(), args->end(), w.args.begin(), w.args.end()))
             return fmt::format(
-                "tracepoint {} passes {} in this kernel, nvmetrace's probe takes {}: "
+                "tracepoint {} passes ({}) in this kernel, nvmetrace's probe takes ({}): "
                 "it is not attached (the kernel changed it; nvmetrace needs updating)",
-                w.name, joined(*args), joined(w.args));
+                w.name, fmt::join(*args, ", "), fmt::join(w.args, ", "));
     }
     return std::nullopt;
 }
