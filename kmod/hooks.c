@@ -74,6 +74,7 @@ static struct nvmetrace_hook_group *const hook_groups[] = {
 	&nvmetrace_nvme_hooks,
 	&nvmetrace_nvmet_hooks,
 	&nvmetrace_aio_hooks,
+	&nvmetrace_uring_hooks,
 	&nvmetrace_nvme_tcp_hooks,
 	&nvmetrace_nvme_rdma_hooks,
 	&nvmetrace_nvmet_rdma_hooks,

@@ -247,7 +247,7 @@ int nvmetrace_layout_check(const struct nvmetrace_config *cfg,
  * clear no CPU runs the handlers taken out.  remove fails only if ftrace
  * cannot update the filter, and then clears every hook.
  */
-#define NVMETRACE_FHOOKS_MAX	32
+#define NVMETRACE_FHOOKS_MAX	64
 
 struct nvmetrace_fhook {
 	unsigned long ip;

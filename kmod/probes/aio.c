@@ -17,6 +17,7 @@
 #include <asm/syscall.h>
 
 #include "probe.h"
+#include "uring.h"
 
 /*
  * The span user space sees: fio's latency starts before io_submit() and ends
@@ -104,28 +105,13 @@ static int kp_submit(struct kprobe *kp, struct pt_regs *regs)
 	return 0;
 }
 
-/* The whole disk's dev and the LBA of byte pos of a block device file. */
-static __always_inline bool file_lba(const struct file *file, loff_t pos,
-				     u32 *dev, u64 *lba)
-{
-	struct block_device *bdev = I_BDEV(file->f_mapping->host);
-	struct gendisk *disk = bdev->bd_disk;
-
-	if (!disk || pos < 0)
-		return false;
-	*dev = disk_dev(disk);
-	if (!host_dev_wanted(*dev))
-		return false;
-	*lba = sector_to_lba(disk->queue, (pos >> SECTOR_SHIFT) + bdev->bd_start_sect);
-	return true;
-}
-
 static __always_inline void file_submit(struct pt_regs *regs, u8 op)
 {
 	const struct kiocb *iocb = (const struct kiocb *)regs_get_kernel_argument(regs, 0);
 	const struct iov_iter *iter = (const struct iov_iter *)regs_get_kernel_argument(regs, 1);
 	struct nvmetrace_submit *st = task_stash();
 	u64 lba, since = 0, uptr = 0;
+	u16 iface = 0, path = 0;
 	/* the stash is this call's: same task, still inside io_submit() */
 	bool in_submit = st->task == current &&
 			 syscall_get_nr(current, task_pt_regs(current)) == __NR_io_submit;
@@ -136,10 +122,11 @@ static __always_inline void file_submit(struct pt_regs *regs, u8 op)
 	if (in_submit)
 		idx = st->nsub++;
 	if (!(iocb->ki_flags & IOCB_DIRECT) ||
-	    !file_lba(iocb->ki_filp, iocb->ki_pos, &dev, &lba) ||
+	    !nvmetrace_file_lba(iocb->ki_filp, iocb->ki_pos, &dev, &lba) ||
 	    !nvmetrace_sampled(lba))
 		return;
 	if (in_submit) {
+		iface = NVMETRACE_IFACE_AIO;
 		since = ktime_get_ns() - st->entry_ts;
 		if (!copy_from_user_nofault(&uptr, (const void __user *)(st->iocbpp +
 					    idx * sizeof(u64)), sizeof(uptr)) && uptr) {
@@ -153,9 +140,11 @@ static __always_inline void file_submit(struct pt_regs *regs, u8 op)
 			u->op = op;
 			smp_store_release(&u->uptr, uptr);	/* the fields, then uptr */
 		}
+	} else if (nvmetrace_uring_origin(iocb, dev, lba, op, &since, &path)) {
+		iface = NVMETRACE_IFACE_URING;
 	}
-	emit(NVMETRACE_EV_FILE_SUBMIT, lba, dev, iov_iter_count(iter), 0, 0, 0,
-	     0, op, op == nvme_cmd_write ? NVMETRACE_REC_WRITE : 0,
+	emit(NVMETRACE_EV_FILE_SUBMIT, lba, dev, iov_iter_count(iter), 0, iface,
+	     path, 0, op, op == nvme_cmd_write ? NVMETRACE_REC_WRITE : 0,
 	     uaux(current->pid, since));
 }
 
@@ -189,7 +178,7 @@ static int kp_aio_complete(struct kprobe *kp, struct pt_regs *regs)
 		return 0;
 	if (res > 0)
 		pos -= res;	/* the block device advanced ki_pos by the result */
-	if (!file_lba(file, pos, &dev, &lba) || !nvmetrace_sampled(lba))
+	if (!nvmetrace_file_lba(file, pos, &dev, &lba) || !nvmetrace_sampled(lba))
 		return 0;
 	op = (iocb->ki_flags & IOCB_WRITE) ? nvme_cmd_write : nvme_cmd_read;
 	emit(NVMETRACE_EV_AIO_COMPLETE, lba, dev, res > 0 ? res : 0, 0, 0, 0, 0,

@@ -92,6 +92,7 @@ extern struct nvmetrace_hook_group nvmetrace_blk_hooks;		/* probes/blk.c */
 extern struct nvmetrace_hook_group nvmetrace_nvme_hooks;	/* probes/nvme.c */
 extern struct nvmetrace_hook_group nvmetrace_nvmet_hooks;	/* probes/nvmet.c */
 extern struct nvmetrace_hook_group nvmetrace_aio_hooks;		/* probes/aio.c */
+extern struct nvmetrace_hook_group nvmetrace_uring_hooks;	/* probes/uring.c */
 extern struct nvmetrace_hook_group nvmetrace_nvme_tcp_hooks;	/* probes/nvme_tcp.c */
 extern struct nvmetrace_hook_group nvmetrace_nvme_rdma_hooks;	/* probes/nvme_rdma.c */
 extern struct nvmetrace_hook_group nvmetrace_nvmet_rdma_hooks;	/* probes/nvmet_rdma.c */
@@ -190,6 +191,22 @@ static __always_inline u32 disk_dev(const struct gendisk *disk)
 static __always_inline u64 sector_to_lba(struct request_queue *q, sector_t s)
 {
 	return s >> (__ffs(queue_logical_block_size(q)) - SECTOR_SHIFT);
+}
+
+/* The whole disk's dev and the LBA of byte pos of a block device file. */
+static __always_inline bool nvmetrace_file_lba(const struct file *file, loff_t pos,
+					       u32 *dev, u64 *lba)
+{
+	struct block_device *bdev = I_BDEV(file->f_mapping->host);
+	struct gendisk *disk = bdev->bd_disk;
+
+	if (!disk || pos < 0)
+		return false;
+	*dev = disk_dev(disk);
+	if (!host_dev_wanted(*dev))
+		return false;
+	*lba = sector_to_lba(disk->queue, (pos >> SECTOR_SHIFT) + bdev->bd_start_sect);
+	return true;
 }
 
 static __always_inline u8 rq_opcode(const struct request *rq)

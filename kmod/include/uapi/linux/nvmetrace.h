@@ -106,6 +106,20 @@ enum nvmetrace_event {
 	NVMETRACE_EV_AIO_COMPLETE	= 19,
 	/* io_getevents() returned this command's event; aux: see NVMETRACE_UAUX_* */
 	NVMETRACE_EV_AIO_REAP		= 20,
+	/*
+	 * io_uring: an io-wq worker submits the request to the file (recorded
+	 * just before its FILE_SUBMIT); aux: when it was queued to io-wq
+	 */
+	NVMETRACE_EV_URING_WQ		= 21,
+	/* io_uring_complete: the CQE is posted; aux: the result (s64) */
+	NVMETRACE_EV_URING_CQE		= 22,
+	/* io_uring_enter() with GETEVENTS returned after the CQE; aux: below */
+	NVMETRACE_EV_URING_REAP		= 23,
+	/*
+	 * io_uring: the kernel took the SQE (io_uring_enter() entry, or the
+	 * SQPOLL thread): never a record of its own; FILE_SUBMIT's aux says when
+	 */
+	NVMETRACE_EV_URING_SUBMIT	= 24,
 
 	/* target: nvmet core and its block backend */
 	NVMETRACE_EV_NVMET_INIT		= 32,	/* nvmet_req_init */
@@ -184,6 +198,30 @@ enum nvmetrace_event {
  */
 #define NVMETRACE_UAUX_PID(aux)		((__u32)(aux))
 #define NVMETRACE_UAUX_HI(aux)		((__u32)((aux) >> 32))
+
+/*
+ * NVMETRACE_EV_FILE_SUBMIT: cid names the interface that submitted the
+ * command (0: neither, e.g. a synchronous read), tag its io_uring path
+ * (NVMETRACE_URING_*: neither bit for the inline issue in io_uring_enter());
+ * aux holds the nanoseconds since the kernel took the submission (the
+ * io_submit() or io_uring_enter() entry, or the SQE taken by the SQPOLL
+ * thread).
+ */
+#define NVMETRACE_IFACE_AIO		1u	/* io_submit() */
+#define NVMETRACE_IFACE_URING		2u	/* io_uring */
+#define NVMETRACE_URING_IOWQ		(1u << 0)	/* issued by an io-wq worker */
+#define NVMETRACE_URING_SQPOLL		(1u << 1)	/* taken by the SQPOLL thread */
+
+/*
+ * aux of NVMETRACE_EV_URING_REAP: the thread id in the low 32 bits, and this
+ * flag when the CQE was posted before the io_uring_enter() call began (user
+ * space may have taken it from the mapped ring before: the return is not
+ * its reap).
+ */
+#define NVMETRACE_URING_REAP_LATE	(1ull << 32)
+
+/* tag of NVMETRACE_EV_URING_CQE: posted by an io thread, no reap will be recorded */
+#define NVMETRACE_URING_CQE_NO_REAP	(1u << 0)
 
 /*
  * The premapped-buffer test pool: mmap() of /dev/nvmetrace at this offset maps

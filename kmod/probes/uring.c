@@ -1,0 +1,337 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * probes/uring.c — io_uring on a block device opened with O_DIRECT, as far
+ * as the kernel sees it: the SQE taken, the wait in io-wq, the CQE posted
+ * and the io_uring_enter() return that hands it to user space.
+ *
+ * The request is named by its struct io_kiocb.  For a read or write its
+ * struct kiocb is the first member of the request (every member of the
+ * io_kiocb's first union starts with the file pointer, and io_rw starts with
+ * its kiocb), so the block device file's submission (probes/aio.c) knows an
+ * io_uring request by its kiocb's address alone:
+ *
+ *  - kretprobe on io_uring_enter(): its entry time is kept for the task;
+ *    with IORING_ENTER_GETEVENTS its return gives URING_REAP for the task's
+ *    sampled CQEs not yet handed over (below).
+ *  - io_uring_submit_req (io_uring_submit_sqe before 5.19, Debian's 6.1):
+ *    the request the task takes now, and when: the io_uring_enter() entry
+ *    if the task is in that call, else now (the SQPOLL thread).  No record.
+ *  - io_uring_queue_async_work: the request is punted to io-wq (the inline
+ *    issue would block, or IOSQE_ASYNC): its submission time and the time
+ *    it was queued are kept in a small table by the request's address.
+ *  - the file submission (probes/aio.c) asks uring_origin() whether its
+ *    kiocb is an io_uring request's: the task's current one (inline issue,
+ *    or the SQPOLL thread's), or one an io-wq worker took from the table,
+ *    which also gives URING_WQ (the time it was queued, in aux).
+ *  - io_uring_complete: URING_CQE, the CQE posted, for a read or write of a
+ *    traced block device.  The LBA is the kiocb's position less the result
+ *    (the block device advanced it), as for aio.  Posted in the task that
+ *    owns the ring (task work, or its own io_uring_enter() for IOPOLL), the
+ *    command waits in a per-task table for that task's next io_uring_enter()
+ *    with GETEVENTS.  One posted by an io thread (io-wq, SQPOLL) has no task
+ *    to wait for: its reap is not recorded.
+ *
+ * A reap from the mapped CQ ring without a system call is invisible to the
+ * kernel.  URING_REAP says whether its CQE was posted before the
+ * io_uring_enter() call began: then user space may have taken it from the
+ * ring earlier, and the return is only an upper bound (the analysis does
+ * not use it as the reap).
+ *
+ * All state is O(1) tables written without locks; a collision or a race
+ * loses a time or a record, never more.
+ */
+#include <linux/atomic.h>
+#include <linux/blkdev.h>
+#include <linux/fs.h>
+#include <linux/hash.h>
+#include <linux/io_uring.h>
+#include <linux/io_uring_types.h>
+#include <linux/kprobes.h>
+#include <linux/sched.h>
+#include <asm/syscall.h>
+#include <uapi/linux/io_uring.h>
+
+#include "probe.h"
+#include "uring.h"
+
+/* every member of the request's first union starts with the file pointer */
+static_assert(offsetof(struct io_kiocb, file) == 0);
+static_assert(offsetof(struct kiocb, ki_filp) == 0);
+
+/* ------------------------------------------------------- submission */
+
+struct uring_task {
+	const struct task_struct *task;
+	u64 enter_ts;		/* io_uring_enter() entry */
+	const void *req;	/* the request taken last */
+	u64 start;		/* when the kernel took it */
+	bool sqpoll;		/* taken by an io thread (SQPOLL) */
+};
+
+#define URING_TASK_BITS	6
+static struct uring_task uring_tasks[1 << URING_TASK_BITS];
+
+static __always_inline struct uring_task *uring_task(void)
+{
+	return &uring_tasks[hash_ptr(current, URING_TASK_BITS)];
+}
+
+struct uring_wq {
+	const void *req;	/* NULL: free; written last */
+	u64 start;		/* the request's submission */
+	u64 queued;		/* handed to io-wq */
+};
+
+#define URING_WQ_BITS	8
+static struct uring_wq uring_wq[1 << URING_WQ_BITS];
+
+static __always_inline bool in_uring_enter(void)
+{
+	return syscall_get_nr(current, task_pt_regs(current)) == __NR_io_uring_enter;
+}
+
+/* io_uring_submit_req(struct io_kiocb *req); io_uring_submit_sqe adds an argument after it */
+static void probe_submit_req(void *data, struct io_kiocb *req)
+{
+	struct uring_task *t = uring_task();
+	u64 now;
+
+	if (unlikely(!READ_ONCE(nvmetrace_emitting)))
+		return;
+	now = ktime_get_ns();
+	t->sqpoll = current->flags & PF_IO_WORKER;
+	if (t->task != current || t->sqpoll || !in_uring_enter())
+		t->enter_ts = 0;
+	t->task = current;
+	t->req = req;
+	t->start = t->enter_ts ?: now;
+}
+
+static void probe_queue_async(void *data, struct io_kiocb *req, int rw)
+{
+	struct uring_wq *w = &uring_wq[hash_ptr(req, URING_WQ_BITS)];
+	struct uring_task *t = uring_task();
+	u64 now;
+
+	if (unlikely(!READ_ONCE(nvmetrace_emitting)))
+		return;
+	now = ktime_get_ns();
+	WRITE_ONCE(w->req, NULL);
+	w->start = (t->task == current && t->req == req) ? t->start : now;
+	w->queued = now;
+	smp_store_release(&w->req, req);	/* the times, then req */
+}
+
+bool nvmetrace_uring_origin(const struct kiocb *iocb, u32 dev, u64 lba, u8 op,
+			    u64 *since, u16 *path)
+{
+	const void *req = iocb;	/* the kiocb is the request's first member */
+	struct uring_task *t = uring_task();
+	struct uring_wq *w;
+	u64 now, start, queued;
+
+	if (t->task == current && t->req == req) {
+		*since = ktime_get_ns() - t->start;
+		*path = t->sqpoll ? NVMETRACE_URING_SQPOLL : 0;
+		return true;
+	}
+	if (!(current->flags & PF_IO_WORKER))
+		return false;
+	w = &uring_wq[hash_ptr(req, URING_WQ_BITS)];
+	/* req, then the times its writer published with it */
+	if (smp_load_acquire(&w->req) != req)
+		return false;
+	start = w->start;
+	queued = w->queued;
+	if (cmpxchg(&w->req, req, NULL) != req)
+		return false;	/* taken over by another request meanwhile */
+	now = ktime_get_ns();
+	*since = now - start;
+	*path = NVMETRACE_URING_IOWQ;
+	emit(NVMETRACE_EV_URING_WQ, lba, dev, 0, 0, 0, 0, 0, op,
+	     op == nvme_cmd_write ? NVMETRACE_REC_WRITE : 0, queued);
+	return true;
+}
+
+/* ------------------------------------------------------- completion */
+
+struct uring_pending {
+	const struct task_struct *task;	/* NULL: free; written last */
+	u64 posted;
+	u64 lba;
+	u32 dev;
+	u8 op;
+};
+
+/* CQEs of a task not yet handed over: a bucket by task, oldest overwritten */
+#define URING_PEND_BITS		6
+#define URING_PEND_SLOTS	16
+struct uring_bucket {
+	struct uring_pending slot[URING_PEND_SLOTS];
+	unsigned int next;
+};
+
+static struct uring_bucket uring_pend[1 << URING_PEND_BITS];
+static atomic_t uring_pend_live;	/* entries in use, about */
+
+static __always_inline struct uring_bucket *task_bucket(void)
+{
+	return &uring_pend[hash_ptr(current, URING_PEND_BITS)];
+}
+
+static __always_inline bool uring_is_rw(u8 opcode)
+{
+	switch (opcode) {
+	case IORING_OP_READV:
+	case IORING_OP_WRITEV:
+	case IORING_OP_READ_FIXED:
+	case IORING_OP_WRITE_FIXED:
+	case IORING_OP_READ:
+	case IORING_OP_WRITE:
+		return true;
+	default:
+		return false;
+	}
+}
+
+/*
+ * io_uring_complete(ctx, req, ...): the arguments after the request changed
+ * (upstream 6.10 passes the CQE instead of its fields), so only the first
+ * two are taken; the result is read from the request.
+ */
+static void probe_complete(void *data, void *ctx, void *reqp)
+{
+	const struct io_kiocb *req = reqp;
+	const struct kiocb *iocb = reqp;
+	const struct file *file;
+	struct uring_bucket *b;
+	struct uring_pending *p;
+	s32 res;
+	loff_t pos;
+	u64 lba, now;
+	bool io_thread;
+	u32 dev;
+	u8 op;
+
+	if (unlikely(!READ_ONCE(nvmetrace_emitting)))
+		return;
+	if (!uring_is_rw(READ_ONCE(req->opcode)))
+		return;
+	file = iocb->ki_filp;
+	if (!file || !S_ISBLK(file_inode(file)->i_mode) || !(iocb->ki_flags & IOCB_DIRECT))
+		return;
+	res = req->cqe.res;
+	pos = iocb->ki_pos;
+	if (res > 0)
+		pos -= res;	/* the block device advanced ki_pos by the result */
+	if (!nvmetrace_file_lba(file, pos, &dev, &lba) || !nvmetrace_sampled(lba))
+		return;
+	op = (iocb->ki_flags & IOCB_WRITE) ? nvme_cmd_write : nvme_cmd_read;
+	io_thread = current->flags & PF_IO_WORKER;	/* no task of the ring's to wait for */
+	emit(NVMETRACE_EV_URING_CQE, lba, dev, res > 0 ? res : 0, 0, 0,
+	     io_thread ? NVMETRACE_URING_CQE_NO_REAP : 0, 0, op,
+	     op == nvme_cmd_write ? NVMETRACE_REC_WRITE : 0, (u64)(s64)res);
+	if (io_thread)
+		return;
+	now = ktime_get_ns();
+	b = task_bucket();
+	p = &b->slot[b->next++ % URING_PEND_SLOTS];
+	if (!READ_ONCE(p->task))
+		atomic_inc(&uring_pend_live);
+	WRITE_ONCE(p->task, NULL);
+	p->posted = now;
+	p->lba = lba;
+	p->dev = dev;
+	p->op = op;
+	smp_store_release(&p->task, current);	/* the fields, then task */
+}
+
+/* kretprobe at __x64_sys_io_uring_enter(const struct pt_regs *regs) */
+struct uring_enter {
+	u64 ts;
+	bool getevents;
+};
+
+static int krp_enter_entry(struct kretprobe_instance *ri, struct pt_regs *regs)
+{
+	struct pt_regs *uregs = (struct pt_regs *)regs_get_kernel_argument(regs, 0);
+	struct uring_enter *e = (struct uring_enter *)ri->data;
+	struct uring_task *t = uring_task();
+
+	if (unlikely(!READ_ONCE(nvmetrace_emitting)))
+		return 1;
+	/* io_uring_enter(fd, to_submit, min_complete, flags, argp, argsz) */
+	e->ts = ktime_get_ns();
+	t->task = current;
+	t->enter_ts = e->ts;
+	t->req = NULL;
+	/* the fourth system call argument is in r10 (rcx is the return address) */
+	e->getevents = uregs->r10 & IORING_ENTER_GETEVENTS;
+	/* the CQEs it waits for are mostly posted while it waits */
+	return e->getevents ? 0 : 1;
+}
+
+static int krp_enter_return(struct kretprobe_instance *ri, struct pt_regs *regs)
+{
+	const struct uring_enter *e = (const struct uring_enter *)ri->data;
+	struct uring_bucket *b = task_bucket();
+	unsigned int i;
+
+	if (atomic_read(&uring_pend_live) <= 0)
+		return 0;	/* no sampled CQE waits for its reap */
+	for (i = 0; i < URING_PEND_SLOTS; i++) {
+		struct uring_pending *p = &b->slot[i];
+		u64 posted, lba;
+		u32 dev;
+		u8 op;
+
+		/* task, then the fields its writer published with it */
+		if (smp_load_acquire(&p->task) != current)
+			continue;
+		posted = p->posted;
+		lba = p->lba;
+		dev = p->dev;
+		op = p->op;
+		if (cmpxchg(&p->task, current, NULL) != current)
+			continue;
+		atomic_dec(&uring_pend_live);
+		emit(NVMETRACE_EV_URING_REAP, lba, dev, 0, 0, 0, 0, 0, op,
+		     op == nvme_cmd_write ? NVMETRACE_REC_WRITE : 0,
+		     (u64)current->pid |
+		     (posted < e->ts ? NVMETRACE_URING_REAP_LATE : 0));
+	}
+	return 0;
+}
+
+/* START: no hook runs; the last recording's requests are not this one's */
+static void uring_hooks_reset(void)
+{
+	memset(uring_tasks, 0, sizeof(uring_tasks));
+	memset(uring_wq, 0, sizeof(uring_wq));
+	memset(uring_pend, 0, sizeof(uring_pend));
+	atomic_set(&uring_pend_live, 0);
+}
+
+#ifdef NVMETRACE_HAVE_URING_SUBMIT_REQ
+#define URING_SUBMIT_TP	"io_uring_submit_req"
+#else
+#define URING_SUBMIT_TP	"io_uring_submit_sqe"	/* before upstream 5.19 */
+#endif
+
+static struct nvmetrace_hook uring_hooks[] = {
+	{ "__x64_sys_io_uring_enter", NULL, NVMETRACE_HOOK_KPROBE,
+	  NVMETRACE_ROLE_HOST, .ret_entry = krp_enter_entry,
+	  .ret = krp_enter_return, .ret_data = sizeof(struct uring_enter) },
+	{ URING_SUBMIT_TP, NULL, NVMETRACE_HOOK_TRACEPOINT, NVMETRACE_ROLE_HOST,
+	  probe_submit_req },
+	{ "io_uring_queue_async_work", NULL, NVMETRACE_HOOK_TRACEPOINT,
+	  NVMETRACE_ROLE_HOST, probe_queue_async },
+	{ "io_uring_complete", NULL, NVMETRACE_HOOK_TRACEPOINT,
+	  NVMETRACE_ROLE_HOST, probe_complete },
+};
+
+struct nvmetrace_hook_group nvmetrace_uring_hooks = {
+	.rows = uring_hooks,
+	.nr = ARRAY_SIZE(uring_hooks),
+	.reset = uring_hooks_reset,
+};
