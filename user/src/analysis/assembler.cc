@@ -38,7 +38,7 @@ bool out_of_order(const InFlight& f, const EventDef& ev, int slot) {
 // Whether a command that has reached its view's last required event still
 // waits for a trailing one (EventDef::ends_at).
 bool awaits_trailing(const Command& c) {
-    for (uint32_t m = c.present; m; m &= m - 1) {
+    for (EventMask m = c.present; m; m &= m - 1) {
         const EventDef& ev = kEvents[std::countr_zero(m)];
         if (ev.ends_at && !c.has(event_slot(ev.ends_at)))
             return true;
@@ -48,16 +48,34 @@ bool awaits_trailing(const Command& c) {
 
 }  // namespace
 
+std::string_view submit_path_name(SubmitPath p) {
+    switch (p) {
+        case SubmitPath::none:
+            return "";
+        case SubmitPath::file:
+            return "file";
+        case SubmitPath::aio:
+            return "aio";
+        case SubmitPath::uring:
+            return "io_uring";
+        case SubmitPath::uring_iowq:
+            return "io_uring, io-wq";
+        case SubmitPath::uring_sqpoll:
+            return "io_uring, SQPOLL";
+    }
+    return "";
+}
+
 uint64_t Command::first_ts() const {
     uint64_t t = UINT64_MAX;
-    for (uint32_t m = present; m; m &= m - 1)
+    for (EventMask m = present; m; m &= m - 1)
         t = std::min(t, ts[std::countr_zero(m)]);
     return present ? t : 0;
 }
 
 uint64_t Command::last_ts() const {
     uint64_t t = 0;
-    for (uint32_t m = present; m; m &= m - 1)
+    for (EventMask m = present; m; m &= m - 1)
         t = std::max(t, ts[std::countr_zero(m)]);
     return t;
 }
@@ -101,9 +119,11 @@ void Assembler::push(const nvmetrace_rec& rec) {
     auto op = static_cast<uint8_t>(rec_op(rec));
     if (rec.event == NVMETRACE_EV_FILE_SUBMIT) {
         push_waiting(rec, WaitKey{rec.lba, devices_.head(rec.dev), op, 2});
-    } else if (rec.event == NVMETRACE_EV_AIO_COMPLETE) {
+    } else if (rec.event == NVMETRACE_EV_URING_WQ) {
+        push_waiting(rec, WaitKey{rec.lba, devices_.head(rec.dev), op, 5});
+    } else if (rec.event == NVMETRACE_EV_AIO_COMPLETE || rec.event == NVMETRACE_EV_URING_CQE) {
         push_aio_complete(rec, slot);
-    } else if (rec.event == NVMETRACE_EV_AIO_REAP) {
+    } else if (rec.event == NVMETRACE_EV_AIO_REAP || rec.event == NVMETRACE_EV_URING_REAP) {
         push_aio_reap(rec, slot);
     } else if (rec.event == NVMETRACE_EV_BIO_QUEUE) {
         WaitKey key{rec.lba, devices_.head(rec.dev), op, 0};
@@ -126,7 +146,7 @@ void Assembler::push(const nvmetrace_rec& rec) {
 }
 
 void Assembler::push_waiting(const nvmetrace_rec& rec, const WaitKey& key) {
-    Waiting w{next_wait_id_++, rec.ts, rec.len, rec.aux};
+    Waiting w{next_wait_id_++, rec.ts, rec.len, rec.aux, rec.cid, rec.tag};
     waiting_[key].push_back(w);
     wait_order_.emplace_back(key, w);
     waiting_count_++;
@@ -141,6 +161,18 @@ bool Assembler::take_waiting(const WaitKey& key, Waiting* out) {
     if (it->second.empty())
         waiting_.erase(it);
     waiting_count_--;
+    return true;
+}
+
+bool Assembler::take_latest(const WaitKey& key, uint64_t before, Waiting* out) {
+    if (!take_waiting(key, out))
+        return false;
+    for (auto it = waiting_.find(key);
+         it != waiting_.end() && !it->second.empty() && it->second.front().ts <= before;
+         it = waiting_.find(key)) {
+        counts_.superseded++;
+        take_waiting(key, out);
+    }
     return true;
 }
 
@@ -196,31 +228,21 @@ void Assembler::push_host_rq(const nvmetrace_rec& rec, int slot) {
         if (take_waiting(WaitKey{rec.lba, rec.dev, op, 1}, &w)) {
             int s = event_slot(NVMETRACE_EV_RQ_INSERT);
             c.ts[s] = w.ts;
-            c.present |= 1u << s;
+            c.present |= EventMask{1} << s;
             f.max_rank = kEvents[s].rank;
         }
-        if (take_waiting(WaitKey{rec.lba, c.dev, op, 0}, &w)) {
+        if (take_latest(WaitKey{rec.lba, c.dev, op, 0}, rec.ts, &w)) {
             int s = event_slot(NVMETRACE_EV_BIO_QUEUE);
             c.ts[s] = w.ts;
-            c.present |= 1u << s;
+            c.present |= EventMask{1} << s;
             // the file submission came before its bio
-            if (take_waiting(WaitKey{rec.lba, c.dev, op, 2}, &w)) {
-                int fs = event_slot(NVMETRACE_EV_FILE_SUBMIT);
-                c.ts[fs] = w.ts;
-                c.present |= 1u << fs;
-                c.pid = NVMETRACE_UAUX_PID(w.aux);
-                uint64_t since = NVMETRACE_UAUX_HI(w.aux);
-                if (since && since <= w.ts) {
-                    int ss = event_slot(NVMETRACE_EV_SYSCALL_SUBMIT);
-                    c.ts[ss] = w.ts - since;
-                    c.present |= 1u << ss;
-                }
-            }
+            if (take_latest(WaitKey{rec.lba, c.dev, op, 2}, w.ts, &w))
+                attach_file_submit(c, w);
         }
     }
     Command& c = f.cmd;
     c.ts[slot] = rec.ts;
-    c.present |= 1u << slot;
+    c.present |= EventMask{1} << slot;
     if (rec.flags & NVMETRACE_REC_PASSTHRU)
         c.passthru = true;
     if (!ev.unordered)
@@ -242,6 +264,35 @@ void Assembler::push_host_rq(const nvmetrace_rec& rec, int slot) {
             emit(c);
         host_.erase(it);
     }
+}
+
+// The file submission of a command and what its record says of the
+// submission before it: when the kernel took it (io_submit() or
+// io_uring_enter() entry, or the SQPOLL thread), and for io_uring's io-wq
+// path when the request was queued there (its URING_WQ record).
+void Assembler::attach_file_submit(Command& c, const Waiting& file) {
+    auto set = [&c](uint16_t event, uint64_t ts) {
+        int s = event_slot(event);
+        c.ts[s] = ts;
+        c.present |= EventMask{1} << s;
+    };
+    set(NVMETRACE_EV_FILE_SUBMIT, file.ts);
+    c.pid = NVMETRACE_UAUX_PID(file.aux);
+    const bool uring = file.cid == NVMETRACE_IFACE_URING;
+    c.submit_path = uring ? ((file.tag & NVMETRACE_URING_SQPOLL) ? SubmitPath::uring_sqpoll
+                             : (file.tag & NVMETRACE_URING_IOWQ) ? SubmitPath::uring_iowq
+                                                                 : SubmitPath::uring)
+                    : file.cid == NVMETRACE_IFACE_AIO || NVMETRACE_UAUX_HI(file.aux)
+                        ? SubmitPath::aio
+                        : SubmitPath::file;
+    uint64_t since = NVMETRACE_UAUX_HI(file.aux);
+    if (since && since <= file.ts)
+        set(uring ? NVMETRACE_EV_URING_SUBMIT : NVMETRACE_EV_SYSCALL_SUBMIT, file.ts - since);
+    Waiting q;
+    if (uring && (file.tag & NVMETRACE_URING_IOWQ) &&
+        take_latest(WaitKey{c.lba, c.dev, static_cast<uint8_t>(c.op), 5}, file.ts, &q) &&
+        q.aux <= file.ts && (!since || q.aux >= file.ts - since))
+        set(NVMETRACE_EV_URING_WQ, q.aux);
 }
 
 void Assembler::push_target(const nvmetrace_rec& rec, int slot) {
@@ -287,7 +338,7 @@ void Assembler::push_target(const nvmetrace_rec& rec, int slot) {
     } else {
         c.ts[slot] = rec.ts;
     }
-    c.present |= 1u << slot;
+    c.present |= EventMask{1} << slot;
     if (!ev.unordered)
         f.max_rank = std::max(f.max_rank, ev.rank);
     if (rec.event == NVMETRACE_EV_NVMET_INIT)
@@ -363,7 +414,13 @@ void Assembler::push_aio_complete(const nvmetrace_rec& rec, int slot) {
     }
     Command& c = tail_cmds_.at(id);
     c.ts[slot] = rec.ts;
-    c.present |= 1u << slot;
+    c.present |= EventMask{1} << slot;
+    if (rec.event == NVMETRACE_EV_URING_CQE && (rec.tag & NVMETRACE_URING_CQE_NO_REAP)) {
+        // posted by an io thread (SQPOLL, io-wq): no reap will be recorded
+        c.reap_unseen = true;
+        hand_on_tail(id);
+        return;
+    }
     tail_by_key_[WaitKey{key.lba, key.dev, key.op, 4}].push_back(id);
 }
 
@@ -376,9 +433,20 @@ void Assembler::push_aio_reap(const nvmetrace_rec& rec, int slot) {
         counts_.user_unmatched++;
         return;
     }
+    Command& c = tail_cmds_.at(id);
+    if (rec.event == NVMETRACE_EV_URING_REAP && (rec.aux & NVMETRACE_URING_REAP_LATE)) {
+        // posted before the io_uring_enter() call that returned: user space
+        // may have taken it from the mapped ring earlier, unseen
+        c.reap_unseen = true;
+    } else {
+        c.ts[slot] = rec.ts;
+        c.present |= EventMask{1} << slot;
+    }
+    hand_on_tail(id);
+}
+
+void Assembler::hand_on_tail(uint64_t id) {
     auto c = tail_cmds_.find(id);
-    c->second.ts[slot] = rec.ts;
-    c->second.present |= 1u << slot;
     emit(c->second);
     tail_cmds_.erase(c);
 }

@@ -24,6 +24,17 @@
 
 namespace nvmetrace {
 
+// How a host command reached the block device file (FILE_SUBMIT's record).
+enum class SubmitPath : uint8_t {
+    none,          // no file submission recorded
+    file,          // another path (a synchronous read or write): no syscall entry recorded
+    aio,           // io_submit()
+    uring,         // io_uring, issued inline in io_uring_enter()
+    uring_iowq,    // io_uring, issued by an io-wq worker
+    uring_sqpoll,  // io_uring, taken by the SQPOLL thread
+};
+std::string_view submit_path_name(SubmitPath p);
+
 // One finished command.
 struct Command {
     Side side = Side::host;
@@ -43,7 +54,10 @@ struct Command {
     uint16_t origin = 0;          // which host recording (several hosts in one report)
     bool has_cid = false;         // host: nvme_setup_cmd was recorded; target: always
     bool passthru = false;        // host: a passthrough command (no bio; starts at the setup)
-    uint32_t present = 0;         // bit per slot of kEvents
+    SubmitPath submit_path = SubmitPath::none;  // host: who submitted it to the file
+    bool reap_unseen = false;  // host: its completion was taken by user space unseen (io_uring:
+                               // from the mapped CQ ring, or posted by an io thread)
+    EventMask present = 0;     // bit per slot of kEvents
     std::array<uint64_t, kMaxEvents> ts{};  // by slot, valid where present
 
     bool has(int slot) const { return slot >= 0 && (present >> slot & 1u); }
@@ -68,6 +82,8 @@ struct AssemblyCounts {
     uint64_t inserts_unmatched = 0;      // untagged block_rq_insert never followed by its request
     uint64_t multipath_duplicates = 0;   // path-disk block_bio_queue of a head bio
     uint64_t repeats = 0;                // further records of a repeating event (EventDef)
+    uint64_t superseded = 0;             // bios or file submissions tried again (io_uring's
+                                         // nonblocking issue, then io-wq's)
     uint64_t user_unmatched = 0;         // aio completions or file submissions without
                                          // their command (lost records, other I/O)
     uint64_t late_times = 0;             // ts_in_aux events dropped: time after the first event
@@ -146,7 +162,7 @@ private:
         uint32_t dev;
         uint8_t op;
         uint8_t kind;  // 0: bio, 1: insert, 2: file submission, held commands awaiting
-                       // 3: their aio completion, 4: their reap
+                       // 3: their aio completion or CQE, 4: their reap; 5: io-wq queueing
         bool operator==(const WaitKey&) const = default;
     };
     struct WaitKeyHash {
@@ -157,6 +173,7 @@ private:
         uint64_t ts;
         uint32_t len;
         uint64_t aux = 0;
+        uint16_t cid = 0, tag = 0;  // a file submission's interface and io_uring path
     };
     struct InFlight {
         Command cmd;
@@ -167,6 +184,9 @@ private:
     void push_host_rq(const nvmetrace_rec& rec, int slot);
     void push_target(const nvmetrace_rec& rec, int slot);
     bool take_waiting(const WaitKey& key, Waiting* out);
+    // The newest record under key from before `before`: the older ones were
+    // tried again (io_uring's nonblocking issue, then io-wq's), counted as superseded.
+    bool take_latest(const WaitKey& key, uint64_t before, Waiting* out);
     void expire_waiting(uint64_t now);
     void emit(Command& cmd);
     // Above the block layer: a command past block_rq_complete that had a
@@ -175,6 +195,8 @@ private:
     void hold_for_user(Command& cmd);
     void push_aio_complete(const nvmetrace_rec& rec, int slot);
     void push_aio_reap(const nvmetrace_rec& rec, int slot);
+    void hand_on_tail(uint64_t id);
+    void attach_file_submit(Command& c, const Waiting& file);
     void expire_tail(uint64_t now);
     bool take_tail(const WaitKey& key, uint64_t* id);
 

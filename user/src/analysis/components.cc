@@ -21,7 +21,7 @@ bool in_view(const ComponentDef& c, View view) {
 // nvmet-rdma capsule's receive before nvmet_req_init and its response's send
 // completion after nvmet_req_complete, lengthen the path of the commands
 // that have them).  present = 0: the required ends.
-ViewEnds table_ends(View view, std::span<const ComponentDef> table, uint32_t present = 0) {
+ViewEnds table_ends(View view, std::span<const ComponentDef> table, EventMask present = 0) {
     ViewEnds e;
     auto counts = [present](int slot) { return (present >> slot & 1u) || !kEvents[slot].optional; };
     for (const auto& c : table) {
@@ -38,15 +38,15 @@ ViewEnds table_ends(View view, std::span<const ComponentDef> table, uint32_t pre
 }
 
 // The events of a view's rows that are required (not optional).
-uint32_t required_events(View view, std::span<const ComponentDef> table) {
-    uint32_t m = 0;
+EventMask required_events(View view, std::span<const ComponentDef> table) {
+    EventMask m = 0;
     for (const auto& c : table) {
         if (c.depth != 0 || !in_view(c, view))
             continue;
         for (uint16_t ev : {c.from, c.to}) {
             int s = event_slot(ev);
             if (s >= 0 && !kEvents[s].optional)
-                m |= 1u << s;
+                m |= EventMask{1} << s;
         }
     }
     return m;
@@ -81,20 +81,20 @@ ViewEnds required_ends_of(View view) {
 
 View view_of(const Command& cmd) {
     bool host = false, target = false;
-    for (uint32_t m = cmd.present; m; m &= m - 1)
+    for (EventMask m = cmd.present; m; m &= m - 1)
         (kEvents[std::countr_zero(m)].side == Side::host ? host : target) = true;
     if (host && target)
         return View::joined;
     return target ? View::target_only : View::host_only;
 }
 
-std::vector<const ComponentDef*> path_of(View view, uint32_t present,
-                                         std::span<const ComponentDef> table, uint32_t* missing) {
+std::vector<const ComponentDef*> path_of(View view, EventMask present,
+                                         std::span<const ComponentDef> table, EventMask* missing) {
     const ViewEnds ends = table_ends(view, table, present);
     if (ends.first < 0)
         throw std::logic_error("no components for this view");
     std::vector<const ComponentDef*> rows;
-    uint32_t miss = 0;
+    EventMask miss = 0;
     int cur = ends.first;
     // Leading events the command lacks: start at the first it has.  Those are
     // optional ones, or the bio of a passthrough command, which has none (the
@@ -140,42 +140,42 @@ std::vector<const ComponentDef*> path_of(View view, uint32_t present,
         rows.push_back(next);
         cur = event_slot(next->to);
         if (cur != ends.last && !(present >> cur & 1u))
-            miss |= 1u << cur;
+            miss |= EventMask{1} << cur;
     }
     if (missing)
         *missing = miss;
     return rows;
 }
 
-uint32_t layout_key(View view, uint32_t present, std::span<const ComponentDef> table) {
-    uint32_t key = 0;
+EventMask layout_key(View view, EventMask present, std::span<const ComponentDef> table) {
+    EventMask key = 0;
     for (const auto* r : path_of(view, present, table)) {
-        key |= 1u << event_slot(r->from);
-        key |= 1u << event_slot(r->to);
+        key |= EventMask{1} << event_slot(r->from);
+        key |= EventMask{1} << event_slot(r->to);
     }
     return key & present;
 }
 
-uint32_t interior_boundaries(View view, std::span<const ComponentDef> table) {
+EventMask interior_boundaries(View view, std::span<const ComponentDef> table) {
     auto rows = path_of(view, required_events(view, table), table);
-    uint32_t mask = 0;
+    EventMask mask = 0;
     for (size_t i = 1; i < rows.size(); i++)
-        mask |= 1u << event_slot(rows[i]->from);
+        mask |= EventMask{1} << event_slot(rows[i]->from);
     return mask;
 }
 
-uint32_t missing_boundaries(const Command& cmd, std::span<const ComponentDef> table) {
-    uint32_t missing = 0;
+EventMask missing_boundaries(const Command& cmd, std::span<const ComponentDef> table) {
+    EventMask missing = 0;
     path_of(view_of(cmd), cmd.present, table, &missing);
     return missing;
 }
 
-Layout make_layout(View view, uint32_t missing_mask, std::span<const ComponentDef> table) {
+Layout make_layout(View view, EventMask missing_mask, std::span<const ComponentDef> table) {
     return layout_for(view, required_events(view, table) & ~missing_mask, table);
 }
 
-Layout layout_for(View view, uint32_t present, std::span<const ComponentDef> table) {
-    uint32_t missing_mask = 0;
+Layout layout_for(View view, EventMask present, std::span<const ComponentDef> table) {
+    EventMask missing_mask = 0;
     auto rows = path_of(view, present, table, &missing_mask);
     Layout l;
     l.view = view;
@@ -332,6 +332,67 @@ std::string stage_id(std::string_view name) {
 
 std::string component_id(std::string_view name) {
     return id_in(kComponentIds, name);
+}
+
+// ----------------------------------------------------------------- span
+
+Span span_of(const Layout& l, SubmitPath path, bool reap_unseen) {
+    Span s;
+    s.interface = submit_path_name(path);
+    if (l.view == View::target_only) {
+        s.from = kEvents[l.first_slot].name;
+        s.to = kEvents[l.last_slot].name;
+        s.note = "the target's side of the commands: the host's part is not in this view";
+        return s;
+    }
+    std::vector<std::string> notes;
+    const uint16_t first = kEvents[l.first_slot].event, last = kEvents[l.last_slot].event;
+    switch (first) {
+        case NVMETRACE_EV_SYSCALL_SUBMIT:
+            s.from = "io_submit() entry";
+            break;
+        case NVMETRACE_EV_URING_SUBMIT:
+            s.from = path == SubmitPath::uring_sqpoll ? "the SQE taken by the SQPOLL thread"
+                                                      : "io_uring_enter() entry";
+            break;
+        case NVMETRACE_EV_FILE_SUBMIT:
+            s.from = "the file submission";
+            notes.push_back("the system call's entry is not recorded");
+            break;
+        case NVMETRACE_EV_NVME_SETUP:
+            s.from = "nvme_setup_cmd (passthrough)";
+            notes.push_back("the submission above the driver is not recorded");
+            break;
+        default:
+            s.from = kEvents[l.first_slot].name;
+            notes.push_back("the submission above the block layer is not recorded");
+            break;
+    }
+    switch (last) {
+        case NVMETRACE_EV_AIO_REAP:
+            s.to = "io_getevents() return";
+            break;
+        case NVMETRACE_EV_URING_REAP:
+            s.to = "io_uring_enter() return";
+            break;
+        case NVMETRACE_EV_URING_CQE:
+            s.to = "the CQE posted";
+            notes.push_back(reap_unseen ? "its reap is not seen (taken from the mapped CQ ring "
+                                          "without a system call, or posted by an io thread)"
+                                        : "its reap is not recorded");
+            break;
+        case NVMETRACE_EV_AIO_COMPLETE:
+            s.to = "the aio completion posted";
+            notes.push_back("its reap is not recorded");
+            break;
+        default:
+            s.to = kEvents[l.last_slot].name;
+            notes.push_back("the completion's way back to user space is not recorded");
+            break;
+    }
+    s.user_space = notes.empty();
+    s.note = fmt::format("{}", fmt::join(notes, "; "));
+    return s;
 }
 
 }  // namespace nvmetrace

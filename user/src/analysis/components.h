@@ -78,6 +78,7 @@ inline constexpr StageDef kStages[] = {
     {"storage", StageColumn::storage, false},
     {"syscall and file submission (before the block layer)", StageColumn::host_user, false},
     {"completion to user space (wake-up, reap)", StageColumn::host_user, false},
+    {"queued in io-wq", StageColumn::host_user, false},
 };
 
 inline constexpr uint8_t kHost = static_cast<uint8_t>(View::host_only);
@@ -89,6 +90,14 @@ inline constexpr ComponentDef kComponents[] = {
     // at block_bio_queue and ends at block_rq_complete)
     {"syscall: io_submit entry to the file", NVMETRACE_EV_SYSCALL_SUBMIT, NVMETRACE_EV_FILE_SUBMIT,
      "syscall and file submission (before the block layer)", kHost | kJoined, 0},
+    // io_uring: the SQE taken, through io-wq when the inline issue would block (a
+    // row to an optional event comes before the row that skips it)
+    {"io_uring: SQE taken to io-wq", NVMETRACE_EV_URING_SUBMIT, NVMETRACE_EV_URING_WQ,
+     "syscall and file submission (before the block layer)", kHost | kJoined, 0},
+    {"io_uring: SQE taken to the file", NVMETRACE_EV_URING_SUBMIT, NVMETRACE_EV_FILE_SUBMIT,
+     "syscall and file submission (before the block layer)", kHost | kJoined, 0},
+    {"queued in io-wq", NVMETRACE_EV_URING_WQ, NVMETRACE_EV_FILE_SUBMIT, "queued in io-wq",
+     kHost | kJoined, 0},
     {"file submission to the block layer", NVMETRACE_EV_FILE_SUBMIT, NVMETRACE_EV_BIO_QUEUE,
      "syscall and file submission (before the block layer)", kHost | kJoined, 0},
     {"host block layer, submission", NVMETRACE_EV_BIO_QUEUE, NVMETRACE_EV_NVME_SETUP,
@@ -223,6 +232,10 @@ inline constexpr ComponentDef kComponents[] = {
      "completion to user space (wake-up, reap)", kHost | kJoined, 0},
     {"wake-up and reap (io_getevents)", NVMETRACE_EV_AIO_COMPLETE, NVMETRACE_EV_AIO_REAP,
      "completion to user space (wake-up, reap)", kHost | kJoined, 0},
+    {"completion to the CQE (io_uring task work)", NVMETRACE_EV_RQ_COMPLETE, NVMETRACE_EV_URING_CQE,
+     "completion to user space (wake-up, reap)", kHost | kJoined, 0},
+    {"wake-up and reap (io_uring_enter)", NVMETRACE_EV_URING_CQE, NVMETRACE_EV_URING_REAP,
+     "completion to user space (wake-up, reap)", kHost | kJoined, 0},
     // The path's hop into nvme_complete_rq from an nvme-tcp event (from NONE:
     // the row of the path that ends there): the transport's completion handed
     // to nvme-core.
@@ -248,10 +261,14 @@ inline constexpr NamedId kStageIds[] = {
     {"storage", "storage"},
     {"syscall and file submission (before the block layer)", "host.user.submit"},
     {"completion to user space (wake-up, reap)", "host.user.complete"},
+    {"queued in io-wq", "host.user.iowq"},
 };
 
 inline constexpr NamedId kComponentIds[] = {
     {"syscall: io_submit entry to the file", "host.syscall.submit"},
+    {"io_uring: SQE taken to the file", "host.uring.submit"},
+    {"io_uring: SQE taken to io-wq", "host.uring.to_iowq"},
+    {"queued in io-wq", "host.uring.iowq"},
     {"file submission to the block layer", "host.file.submit"},
     {"host block layer, submission", "host.block.submit"},
     {"host driver, submission", "host.driver.submit"},
@@ -284,6 +301,8 @@ inline constexpr NamedId kComponentIds[] = {
     {"host block layer, completion", "host.block.complete"},
     {"completion posted to the aio context", "host.aio.complete"},
     {"wake-up and reap (io_getevents)", "host.aio.reap"},
+    {"completion to the CQE (io_uring task work)", "host.uring.cqe"},
+    {"wake-up and reap (io_uring_enter)", "host.uring.reap"},
     {"handoff to nvme_complete_rq", "host.driver.handoff"},
     {"end to end", "e2e"},
 };
@@ -324,7 +343,7 @@ struct Layout {
     std::vector<Stage> stages;            // in order of first appearance
     std::vector<Detail> details;
     std::vector<std::string> missing;  // hooks with no record ("nvme_setup_cmd")
-    uint32_t missing_mask = 0;         // slots of the missing boundaries
+    EventMask missing_mask = 0;        // slots of the missing boundaries
 
     bool complete() const { return missing_mask == 0; }
 };
@@ -334,30 +353,41 @@ struct Layout {
 // and it ends early where only optional events it lacks follow; *missing gets the required
 // boundaries it went through without a record.  Throws std::logic_error if the table has no path
 // for it, or names an unknown event or stage.
-std::vector<const ComponentDef*> path_of(View view, uint32_t present,
+std::vector<const ComponentDef*> path_of(View view, EventMask present,
                                          std::span<const ComponentDef> table,
-                                         uint32_t* missing = nullptr);
+                                         EventMask* missing = nullptr);
 
 // The events of `present` that shape a command's layout: those on its path.
 // Commands with the same view and key have the same layout.
-uint32_t layout_key(View view, uint32_t present, std::span<const ComponentDef> table);
+EventMask layout_key(View view, EventMask present, std::span<const ComponentDef> table);
 
 // The layout of a command of `view` with the events `present` (a
 // layout_key()).
-Layout layout_for(View view, uint32_t present, std::span<const ComponentDef> table);
+Layout layout_for(View view, EventMask present, std::span<const ComponentDef> table);
 
 // The inner boundaries of a view's path when only its required events are
 // recorded (slot bits): all but its first and last event.
-uint32_t interior_boundaries(View view, std::span<const ComponentDef> table);
+EventMask interior_boundaries(View view, std::span<const ComponentDef> table);
 
 // The required boundaries on cmd's path that cmd has no record of (slot
 // bits); a command missing its view's first or last event never reaches this
 // point (the Assembler counts it as incomplete).
-uint32_t missing_boundaries(const Command& cmd, std::span<const ComponentDef> table);
+EventMask missing_boundaries(const Command& cmd, std::span<const ComponentDef> table);
+
+// What a group's end to end runs from and to, said plainly: whether it is
+// the span user space sees (a system call's entry to the return that hands
+// the completion back) or only part of it, and which part is not recorded.
+struct Span {
+    std::string from, to;     // "io_submit() entry", "the block layer's completion"
+    std::string interface;    // "aio", "io_uring", "io_uring, io-wq", ...; "" if none
+    bool user_space = false;  // from a system call's entry to the return that reaps
+    std::string note;         // what is not recorded, "" when user_space
+};
+Span span_of(const Layout& layout, SubmitPath path, bool reap_unseen);
 
 // The layout of `view` with only required events, those in `missing_mask`
 // merged away.
-Layout make_layout(View view, uint32_t missing_mask, std::span<const ComponentDef> table);
+Layout make_layout(View view, EventMask missing_mask, std::span<const ComponentDef> table);
 
 // The first and last events (slots) of a view's path when it has only its
 // required events (host: block_bio_queue and block_rq_complete): where every

@@ -83,6 +83,12 @@ inline constexpr EventDef kEvents[] = {
     {NVMETRACE_EV_FILE_SUBMIT, "blkdev_read_iter/blkdev_write_iter", Side::host, 0, true},
     {NVMETRACE_EV_AIO_COMPLETE, "aio_complete_rw", Side::host, 11, true},
     {NVMETRACE_EV_AIO_REAP, "io_getevents (return)", Side::host, 12, true},
+    // io_uring on a block device (kmod/probes/uring.c): the SQE taken (FILE_SUBMIT's aux), the
+    // request queued to io-wq, the CQE posted and the io_uring_enter() return that saw it
+    {NVMETRACE_EV_URING_SUBMIT, "io_uring_enter (entry) or SQPOLL", Side::host, 0, true},
+    {NVMETRACE_EV_URING_WQ, "io_uring_queue_async_work", Side::host, 0, true},
+    {NVMETRACE_EV_URING_CQE, "io_uring_complete (CQE posted)", Side::host, 11, true},
+    {NVMETRACE_EV_URING_REAP, "io_uring_enter (return)", Side::host, 12, true},
     // nvme-rdma host (kmod/probes/nvme_rdma.c)
     {NVMETRACE_EV_RDMA_POST_SEND, "nvme_rdma_post_send", Side::host, 4, true},
     {NVMETRACE_EV_RDMA_SEND_DONE, "nvme_rdma_send_done", Side::host, 5, true, false, true},
@@ -103,8 +109,13 @@ inline constexpr EventDef kEvents[] = {
     {NVMETRACE_EV_TCPT_H2C_RECV, "nvmet_tcp_build_pdu_iovec (H2C data)", Side::target, 5, true,
      true},
 };
-inline constexpr size_t kMaxEvents = 32;  // Command::ts capacity, bits of Command::present
+// Command::ts capacity, bits of Command::present; Stats keys a path by present << 8 | view
+inline constexpr size_t kMaxEvents = 48;
 static_assert(std::size(kEvents) <= kMaxEvents);
+
+// A set of slots of kEvents, one bit each.
+using EventMask = uint64_t;
+static_assert(kMaxEvents <= 64 - 8);
 
 // Slot of an event in kEvents, or -1 for an event this build does not know.
 int event_slot(uint16_t event);

@@ -75,12 +75,12 @@ Command join_commands(const Command& host, const Command& target, int64_t* netwo
     const int recv = host_receive_slot(host);
     // target ts + shift = host ts; unsigned arithmetic wraps, as intended
     const uint64_t shift = recv >= 0 && done >= 0 ? host.at(recv) - target.at(done) : 0;
-    for (uint32_t m = target.present; m; m &= m - 1) {
+    for (EventMask m = target.present; m; m &= m - 1) {
         int s = std::countr_zero(m);
         if (kEvents[s].side != Side::target)
             continue;
         j.ts[static_cast<size_t>(s)] = target.ts[static_cast<size_t>(s)] + shift;
-        j.present |= 1u << s;
+        j.present |= EventMask{1} << s;
     }
     if (network_ns) {
         int send = host_send_slot(host);
@@ -651,6 +651,7 @@ JoinedReport join_files(const std::vector<std::string>& files, const JoinFilesOp
         t.repeats += a.repeats;
         t.late_times += a.late_times;
         t.user_unmatched += a.user_unmatched;
+        t.superseded += a.superseded;
         uint64_t lost = s->reader.trailer() ? s->reader.trailer()->lost : 0;
         // a file of both roles cannot tell whose ring lost its records
         (s->src[0] >= 0 ? rep.lost_host : rep.lost_target) += lost;

@@ -98,6 +98,7 @@ struct Stats::Group {
     Layout layout;
     std::string label, size_label, device;
     bool passthru = false;  // passthrough commands (their layout has no bio)
+    Span span;
     Op op;
     Side side;
     uint64_t size;
@@ -142,6 +143,8 @@ Stats::Group& Stats::group_for(const Command& cmd) {
             cmd.side == Side::host ? cmd.origin : uint16_t{0},
             cmd.side == Side::host && device_label_ ? cmd.cntlid : uint16_t{0},
             cmd.side == Side::target ? cmd.nsid : 0,
+            cmd.side == Side::host ? cmd.submit_path : SubmitPath::none,
+            cmd.side == Side::host && cmd.reap_unseen,
             view,
             pit->second.first,
             pit->second.second};
@@ -165,6 +168,9 @@ Stats::Group& Stats::group_for(const Command& cmd) {
         g->passthru = cmd.passthru;
         if (cmd.passthru)
             g->label += " (passthrough)";
+        g->span = span_of(g->layout, key.path, key.reap_unseen);
+        if (!g->span.interface.empty())
+            g->label += fmt::format(" ({})", g->span.interface);
         g->segments.resize(g->layout.segments.size());
         g->stage_sq.resize(g->layout.stages.size());
         g->stage_hist.resize(g->layout.stages.size());
@@ -320,6 +326,7 @@ Summary Stats::summary(uint64_t duration_ns) const {
         gs.passthru = g.passthru;
         gs.view = l.view;
         gs.missing = l.missing;
+        gs.span = g.span;
         gs.n = g.e2e.n;
         gs.rate = rate_of(gs.n);
         gs.bytes_per_s = s.duration_s > 0 && !key.size_in_blocks ? g.bytes * N / s.duration_s : 0;

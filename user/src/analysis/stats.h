@@ -119,6 +119,7 @@ struct GroupSummary {
     bool passthru = false;  // passthrough commands (NVMe generic char device): no bio
     View view = View::host_only;
     std::vector<std::string> missing;  // hooks with no record for these commands
+    Span span;                         // what its end to end runs from and to
     uint64_t n = 0;                    // sampled commands
     double rate = 0;                   // estimated commands/s (n * N / duration)
     double bytes_per_s = 0;            // estimated
@@ -206,16 +207,18 @@ private:
         bool size_in_blocks;
         uint64_t size;
         Side side;
-        uint32_t dev;     // host
-        uint16_t origin;  // host: which recording
-        uint16_t cntlid;  // host: its controller
-        uint32_t nsid;    // target
+        uint32_t dev;      // host
+        uint16_t origin;   // host: which recording
+        uint16_t cntlid;   // host: its controller
+        uint32_t nsid;     // target
+        SubmitPath path;   // host
+        bool reap_unseen;  // host
         View view;
-        uint32_t missing;  // required boundaries on its path with no record
-        uint32_t present;  // layout_key(): the events on the command's path
+        EventMask missing;  // required boundaries on its path with no record
+        EventMask present;  // layout_key(): the events on the command's path
         auto tie() const {
-            return std::tie(op, size_in_blocks, size, side, dev, origin, cntlid, nsid, view,
-                            missing, present);
+            return std::tie(op, size_in_blocks, size, side, dev, origin, cntlid, nsid, path,
+                            reap_unseen, view, missing, present);
         }
         bool operator<(const Key& o) const { return tie() < o.tie(); }
     };
@@ -228,7 +231,7 @@ private:
     Options opts_;
     std::function<std::string(const Command&)> device_label_;
     // (present << 8 | view) -> (missing_boundaries, layout_key)
-    std::unordered_map<uint64_t, std::pair<uint32_t, uint32_t>> paths_;
+    std::unordered_map<uint64_t, std::pair<EventMask, EventMask>> paths_;
     IntervalSink sink_;
     std::map<Key, std::unique_ptr<Group>> groups_;
     Group* last_ = nullptr;  // most commands go to the group of the one before

@@ -134,6 +134,14 @@ std::string summary_text(const Summary& s, const AssemblyCounts& counts,
                 "  no {} record for these commands: the stages and components on either side "
                 "of it are reported together\n",
                 fmt::join(g.missing, ", "));
+        if (g.span.from.empty())
+            ;  // a summary made elsewhere (SPDK's), with no layout of ours
+        else if (g.span.user_space)
+            out += fmt::format("  end to end: {} to {}, as user space waits\n", g.span.from,
+                               g.span.to);
+        else
+            out += fmt::format("  end to end: {} to {} only, not what user space waits: {}\n",
+                               g.span.from, g.span.to, g.span.note);
         out += fmt::format("  latency (us): mean {:.2f}, p50 {:.2f}, p99 {:.2f}, p99.9 {:.2f}\n",
                            g.mean_us, g.p50_us, g.p99_us, g.p999_us);
         // the seed's columns; a longer name widens its column for the whole table
@@ -234,6 +242,11 @@ std::string summary_text(const Summary& s, const AssemblyCounts& counts,
             "unmatched: {} block_bio_queue records with no request of their own (merged into "
             "another request, or the request's records were lost)\n",
             counts.bios_unmatched);
+    if (counts.superseded)
+        out += fmt::format(
+            "superseded: {} bios or file submissions were tried again (io_uring's nonblocking "
+            "issue, then io-wq's): each command is timed from its last try\n",
+            counts.superseded);
     if (counts.late_times)
         out += fmt::format(
             "late: {} nvmet-tcp arrival times after their command's nvmet_req_init (another "
@@ -272,6 +285,12 @@ nlohmann::json summary_json(const Summary& s, const AssemblyCounts& counts,
             {"passthrough", g.passthru},
             {"view", view_name(g.view)},
             {"missing", g.missing},
+            {"span",
+             {{"from", g.span.from},
+              {"to", g.span.to},
+              {"interface", g.span.interface},
+              {"user_space", g.span.user_space},
+              {"note", g.span.note}}},
             {"n", g.n},
             {"rate", g.rate},
             {"bytes_per_s", g.bytes_per_s},
@@ -316,6 +335,7 @@ nlohmann::json summary_json(const Summary& s, const AssemblyCounts& counts,
                      {"multipath_duplicates", counts.multipath_duplicates},
                      {"repeated_records", counts.repeats},
                      {"user_unmatched", counts.user_unmatched},
+                     {"superseded", counts.superseded},
                      {"late_times", counts.late_times}};
     const JoinCounts& jc = opts.join;
     if (jc.active) {

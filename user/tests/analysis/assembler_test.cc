@@ -176,6 +176,120 @@ TEST_F(AssemblerTest, WithoutUserEventsTheCommandEndsAtTheBlockLayer) {
     EXPECT_EQ(out[1].at(l.first_slot), 2'000'000u - 700u);
 }
 
+// io_uring above the block layer: the SQE taken (io_uring_enter() entry, in
+// the file submission's aux), the file submission, the CQE and the return of
+// the io_uring_enter() call that waited for it.
+nvmetrace_rec uring_file(uint64_t ts, uint64_t lba, uint16_t path, uint64_t since) {
+    nvmetrace_rec r = host(NVMETRACE_EV_FILE_SUBMIT, ts, 0, lba, false, kNvme0n1, 0, 4096,
+                           uint64_t{42} | since << 32);
+    r.cid = NVMETRACE_IFACE_URING;
+    r.tag = path;
+    return r;
+}
+
+std::vector<nvmetrace_rec> uring_tail(uint64_t t0, uint64_t lba, uint64_t reap_aux = 42) {
+    return {host(NVMETRACE_EV_URING_CQE, t0 + 56000, 0, lba, false, kNvme0n1, 0, 4096, 4096),
+            host(NVMETRACE_EV_URING_REAP, t0 + 60000, 0, lba, false, kNvme0n1, 0, 0, reap_aux)};
+}
+
+TEST_F(AssemblerTest, IoUringCommandFromTheSqeToTheReap) {
+    std::vector<nvmetrace_rec> v{uring_file(1'000'000, 4242, 0, 900)};
+    for (const auto& r : host_command(1'002'000, 7, 4242))
+        v.push_back(r);
+    for (const auto& r : uring_tail(1'000'000, 4242))
+        v.push_back(r);
+    feed(v);
+    ASSERT_EQ(out.size(), 1u);
+    const Command& c = out[0];
+    EXPECT_EQ(c.submit_path, SubmitPath::uring);
+    EXPECT_FALSE(c.reap_unseen);
+    EXPECT_EQ(c.at(slot(NVMETRACE_EV_URING_SUBMIT)), 999'100u);
+    EXPECT_FALSE(c.has(slot(NVMETRACE_EV_SYSCALL_SUBMIT)));
+    EXPECT_EQ(c.at(slot(NVMETRACE_EV_URING_CQE)), 1'056'000u);
+    EXPECT_EQ(c.at(slot(NVMETRACE_EV_URING_REAP)), 1'060'000u);
+    Layout l = layout_for(View::host_only, c.present, kComponents);
+    EXPECT_TRUE(l.complete());
+    EXPECT_EQ(l.first_slot, slot(NVMETRACE_EV_URING_SUBMIT));
+    EXPECT_EQ(l.last_slot, slot(NVMETRACE_EV_URING_REAP));
+    EXPECT_EQ(l.segments.front().name, "io_uring: SQE taken to the file");
+    EXPECT_EQ(l.segments.back().name, "wake-up and reap (io_uring_enter)");
+    Span sp = span_of(l, c.submit_path, c.reap_unseen);
+    EXPECT_TRUE(sp.user_space);
+    EXPECT_EQ(sp.from, "io_uring_enter() entry");
+    EXPECT_EQ(sp.to, "io_uring_enter() return");
+    EXPECT_EQ(sp.interface, "io_uring");
+    EXPECT_EQ(assembler.counts().user_unmatched, 0u);
+    EXPECT_EQ(assembler.in_flight(), 0u);
+}
+
+// The nonblocking issue in io_uring_enter() could not go on (its bio came back
+// EAGAIN): io-wq issues the request again.  The command is timed from its SQE,
+// through io-wq, from its last bio; the first try's bio and file submission
+// are superseded, not left unmatched.
+TEST_F(AssemblerTest, IoUringThroughIoWqIsTimedFromItsLastTry) {
+    const uint64_t t0 = 1'000'000;
+    nvmetrace_rec wq = host(NVMETRACE_EV_URING_WQ, t0 + 4000, 0, 4242, false, kNvme0n1, 0, 0,
+                            t0 + 1500);  // queued to io-wq at t0 + 1500
+    std::vector<nvmetrace_rec> v{uring_file(t0, 4242, 0, 900), bio(t0 + 500, 4242), wq,
+                                 uring_file(t0 + 4100, 4242, NVMETRACE_URING_IOWQ, 5000)};
+    for (const auto& r : host_command(t0 + 6000, 7, 4242))
+        v.push_back(r);
+    for (const auto& r : uring_tail(t0 + 6000, 4242))
+        v.push_back(r);
+    feed(v);
+    ASSERT_EQ(out.size(), 1u);
+    const Command& c = out[0];
+    EXPECT_EQ(c.submit_path, SubmitPath::uring_iowq);
+    EXPECT_EQ(c.at(slot(NVMETRACE_EV_URING_SUBMIT)), t0 - 900);
+    EXPECT_EQ(c.at(slot(NVMETRACE_EV_URING_WQ)), t0 + 1500);
+    EXPECT_EQ(c.at(slot(NVMETRACE_EV_FILE_SUBMIT)), t0 + 4100);
+    EXPECT_EQ(c.at(slot(NVMETRACE_EV_BIO_QUEUE)), t0 + 6000);
+    EXPECT_EQ(assembler.counts().superseded, 2u);
+    EXPECT_EQ(assembler.counts().bios_unmatched + assembler.counts().user_unmatched, 0u);
+    Layout l = layout_for(View::host_only, c.present, kComponents);
+    EXPECT_TRUE(l.complete());
+    ASSERT_GE(l.segments.size(), 3u);
+    EXPECT_EQ(l.segments[0].name, "io_uring: SQE taken to io-wq");
+    EXPECT_EQ(l.segments[1].name, "queued in io-wq");
+    EXPECT_EQ(l.stages[l.segments[1].stage].name, "queued in io-wq");
+}
+
+// A reap the kernel cannot see: the CQE was posted before the io_uring_enter()
+// call that returned (user space may have taken it from the mapped ring), or
+// by an io thread (SQPOLL).  The command ends at its CQE and says so.
+TEST_F(AssemblerTest, IoUringReapNotSeenEndsAtTheCqe) {
+    std::vector<nvmetrace_rec> v{uring_file(1'000'000, 100, 0, 900)};
+    for (const auto& r : host_command(1'002'000, 7, 100))
+        v.push_back(r);
+    for (const auto& r : uring_tail(1'000'000, 100, 42 | NVMETRACE_URING_REAP_LATE))
+        v.push_back(r);
+    std::vector<nvmetrace_rec> w{uring_file(2'000'000, 200, NVMETRACE_URING_SQPOLL, 900)};
+    for (const auto& r : host_command(2'002'000, 8, 200))
+        w.push_back(r);
+    w.push_back(uring_tail(2'000'000, 200)[0]);
+    w.back().tag = NVMETRACE_URING_CQE_NO_REAP;
+    feed(v);
+    ASSERT_EQ(out.size(), 1u);
+    feed(w);
+    ASSERT_EQ(out.size(), 2u);  // without waiting for a reap
+    for (const Command& c : out) {
+        EXPECT_TRUE(c.reap_unseen);
+        EXPECT_TRUE(c.has(slot(NVMETRACE_EV_URING_CQE)));
+        EXPECT_FALSE(c.has(slot(NVMETRACE_EV_URING_REAP)));
+        Layout l = layout_for(View::host_only, c.present, kComponents);
+        EXPECT_EQ(l.last_slot, slot(NVMETRACE_EV_URING_CQE));
+        Span sp = span_of(l, c.submit_path, c.reap_unseen);
+        EXPECT_FALSE(sp.user_space);
+        EXPECT_NE(sp.note.find("not seen"), std::string::npos) << sp.note;
+    }
+    EXPECT_EQ(out[1].submit_path, SubmitPath::uring_sqpoll);
+    EXPECT_EQ(
+        span_of(layout_for(View::host_only, out[1].present, kComponents), out[1].submit_path, true)
+            .from,
+        "the SQE taken by the SQPOLL thread");
+    EXPECT_EQ(assembler.in_flight(), 0u);
+}
+
 TEST_F(AssemblerTest, InterleavedCommandsAndTagReuse) {
     // A (tag 1, lba 100) and B (tag 2, lba 200) in flight together; then C
     // reuses tag 1 with another LBA while B is still running.

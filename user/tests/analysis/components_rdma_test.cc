@@ -330,21 +330,21 @@ TEST(RdmaLayout, EveryShapeHasAPath) {
                                  NVMETRACE_EV_RDMA_RECV_DONE, NVMETRACE_EV_RDMA_COMPLETE};
     const uint16_t target_opt[] = {NVMETRACE_EV_RDMAT_RECV, NVMETRACE_EV_RDMAT_READ_DONE,
                                    NVMETRACE_EV_RDMAT_RSP_POST, NVMETRACE_EV_RDMAT_SEND_DONE};
-    uint32_t hbase = 0, tbase = 0;
+    EventMask hbase = 0, tbase = 0;
     for (uint16_t ev : {NVMETRACE_EV_BIO_QUEUE, NVMETRACE_EV_NVME_SETUP, NVMETRACE_EV_RQ_ISSUE,
                         NVMETRACE_EV_NVME_COMPLETE, NVMETRACE_EV_RQ_COMPLETE})
-        hbase |= 1u << event_slot(ev);
+        hbase |= EventMask{1} << event_slot(ev);
     for (uint16_t ev : {NVMETRACE_EV_NVMET_INIT, NVMETRACE_EV_NVMET_EXEC,
                         NVMETRACE_EV_NVMET_BIO_DONE, NVMETRACE_EV_NVMET_COMPLETE})
-        tbase |= 1u << event_slot(ev);
+        tbase |= EventMask{1} << event_slot(ev);
     for (uint32_t hm = 0; hm < 16; hm++) {
         for (uint32_t tm = 0; tm < 16; tm++) {
-            uint32_t h = hbase, t = tbase;
+            EventMask h = hbase, t = tbase;
             for (size_t i = 0; i < 4; i++) {
                 if (hm >> i & 1u)
-                    h |= 1u << event_slot(host_opt[i]);
+                    h |= EventMask{1} << event_slot(host_opt[i]);
                 if (tm >> i & 1u)
-                    t |= 1u << event_slot(target_opt[i]);
+                    t |= EventMask{1} << event_slot(target_opt[i]);
             }
             for (auto [view, present] :
                  {std::pair{View::host_only, h}, std::pair{View::target_only, t},

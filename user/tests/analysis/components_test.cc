@@ -58,7 +58,7 @@ TEST(Layout, TargetOnlyStages) {
 }
 
 TEST(Layout, MissingBoundaryMergesNeighbours) {
-    uint32_t missing = 1u << event_slot(NVMETRACE_EV_NVME_SETUP);
+    EventMask missing = EventMask{1} << event_slot(NVMETRACE_EV_NVME_SETUP);
     Layout l = make_layout(View::host_only, missing, kComponents);
     ASSERT_EQ(l.segments.size(), 3u);
     EXPECT_EQ(l.segments[0].name, "host block layer, submission + host driver, submission");
@@ -101,7 +101,7 @@ TEST(Layout, ComponentsAndStagesSumToEndToEndForEveryCommand) {
             if (inner && rng() % 4 == 0)
                 continue;  // lost
             c.ts[order[k]] = t;
-            c.present |= 1u << order[k];
+            c.present |= EventMask{1} << order[k];
         }
         Layout l = make_layout(view_of(c), missing_boundaries(c, kComponents), kComponents);
         int64_t e2e = static_cast<int64_t>(c.at(l.last_slot) - c.at(l.first_slot));
@@ -125,15 +125,15 @@ TEST(Layout, ComponentsAndStagesSumToEndToEndForEveryCommand) {
 // not attach) pick the coarser components; a missing required one still
 // merges its neighbours.
 TEST(Layout, OptionalEventsNeverMissing) {
-    uint32_t base = 0;
+    EventMask base = 0;
     for (uint16_t ev : {NVMETRACE_EV_BIO_QUEUE, NVMETRACE_EV_NVME_SETUP, NVMETRACE_EV_RQ_ISSUE,
                         NVMETRACE_EV_NVME_COMPLETE, NVMETRACE_EV_RQ_COMPLETE})
-        base |= 1u << event_slot(ev);
+        base |= EventMask{1} << event_slot(ev);
     Layout plain = layout_for(View::host_only, base, kComponents);
     EXPECT_TRUE(plain.complete());
     EXPECT_EQ(plain.segments.size(), 4u);
-    uint32_t send = base | 1u << event_slot(NVMETRACE_EV_TCP_CMD_SEND);
-    uint32_t no_complete = send & ~(1u << event_slot(NVMETRACE_EV_NVME_COMPLETE));
+    EventMask send = base | EventMask{1} << event_slot(NVMETRACE_EV_TCP_CMD_SEND);
+    EventMask no_complete = send & ~(EventMask{1} << event_slot(NVMETRACE_EV_NVME_COMPLETE));
     Layout merged = layout_for(View::host_only, no_complete, kComponents);
     ASSERT_EQ(merged.missing.size(), 1u);
     EXPECT_EQ(merged.missing[0], "nvme_complete_rq");
@@ -145,15 +145,15 @@ TEST(Layout, EveryTransportShapeHasAPath) {
     const uint16_t optional[] = {NVMETRACE_EV_TCP_CMD_SEND, NVMETRACE_EV_TCP_R2T_RECV,
                                  NVMETRACE_EV_TCP_H2C_SEND, NVMETRACE_EV_TCP_C2H_RECV,
                                  NVMETRACE_EV_TCP_RSP_RECV};
-    uint32_t base = 0;
+    EventMask base = 0;
     for (uint16_t ev : {NVMETRACE_EV_BIO_QUEUE, NVMETRACE_EV_NVME_SETUP, NVMETRACE_EV_RQ_ISSUE,
                         NVMETRACE_EV_NVME_COMPLETE, NVMETRACE_EV_RQ_COMPLETE})
-        base |= 1u << event_slot(ev);
+        base |= EventMask{1} << event_slot(ev);
     for (uint32_t m = 0; m < 1u << std::size(optional); m++) {
-        uint32_t present = base;
+        EventMask present = base;
         for (size_t i = 0; i < std::size(optional); i++)
             if (m >> i & 1u)
-                present |= 1u << event_slot(optional[i]);
+                present |= EventMask{1} << event_slot(optional[i]);
         Layout l = layout_for(View::host_only, present, kComponents);
         EXPECT_TRUE(l.complete()) << m;
         for (size_t i = 1; i < l.segments.size(); i++)
@@ -164,13 +164,13 @@ TEST(Layout, EveryTransportShapeHasAPath) {
 // With libaio's rows after the block layer, the hop into nvme_complete_rq is still listed
 // under the block layer's completion row (as in the seed), not under the reap.
 TEST(TcpLayout, HandoffStaysUnderTheBlockLayersCompletion) {
-    uint32_t present = 0;
+    EventMask present = 0;
     for (uint16_t ev :
          {NVMETRACE_EV_SYSCALL_SUBMIT, NVMETRACE_EV_FILE_SUBMIT, NVMETRACE_EV_BIO_QUEUE,
           NVMETRACE_EV_NVME_SETUP, NVMETRACE_EV_RQ_ISSUE, NVMETRACE_EV_TCP_CMD_SEND,
           NVMETRACE_EV_TCP_C2H_RECV, NVMETRACE_EV_TCP_RSP_RECV, NVMETRACE_EV_NVME_COMPLETE,
           NVMETRACE_EV_RQ_COMPLETE, NVMETRACE_EV_AIO_COMPLETE, NVMETRACE_EV_AIO_REAP})
-        present |= 1u << slot(ev);
+        present |= EventMask{1} << slot(ev);
     for (View v : {View::host_only, View::joined}) {
         Layout l = layout_for(v, present, kComponents);
         auto d = std::find_if(l.details.begin(), l.details.end(), [](const Layout::Detail& x) {

@@ -227,7 +227,7 @@ Command host_cmd(uint64_t t0, uint16_t qid, uint16_t cid, uint64_t lba, uint64_t
     c.has_cid = true;
     auto set = [&](uint16_t ev, uint64_t t) {
         c.ts[event_slot(ev)] = t;
-        c.present |= 1u << event_slot(ev);
+        c.present |= EventMask{1} << event_slot(ev);
     };
     set(NVMETRACE_EV_BIO_QUEUE, t0);
     set(NVMETRACE_EV_NVME_SETUP, t0 + 1000);
@@ -254,7 +254,7 @@ Command target_cmd(uint64_t t0, uint16_t qid, uint16_t cid, uint64_t lba, uint64
     c.has_cid = true;
     auto set = [&](uint16_t ev, uint64_t t) {
         c.ts[event_slot(ev)] = t;
-        c.present |= 1u << event_slot(ev);
+        c.present |= EventMask{1} << event_slot(ev);
     };
     set(NVMETRACE_EV_NVMET_INIT, t0);
     set(NVMETRACE_EV_NVMET_EXEC, t0 + 1000);

@@ -16,7 +16,7 @@ constexpr uint32_t kNvme1n1 = 259u << 20 | 1;
 void set(Command& c, uint16_t ev, uint64_t ts) {
     int s = event_slot(ev);
     c.ts[s] = ts;
-    c.present |= 1u << s;
+    c.present |= EventMask{1} << s;
 }
 
 // A host command: bio at t0, then the block layer, driver, network+target
@@ -222,7 +222,7 @@ TEST_F(StatsTest, MissingBoundaryIsItsOwnGroupWithMergedComponents) {
     Stats st(devices, {.sample_n = 1});
     st.add(host_cmd(0, 1000, 2000, 50'000, 500));
     Command c = host_cmd(100'000, 1000, 2000, 50'000, 500);
-    c.present &= ~(1u << event_slot(NVMETRACE_EV_NVME_SETUP));
+    c.present &= ~(EventMask{1} << event_slot(NVMETRACE_EV_NVME_SETUP));
     st.add(c);
     Summary s = st.summary(1'000'000);
     ASSERT_EQ(s.groups.size(), 2u);

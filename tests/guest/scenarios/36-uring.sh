@@ -1,0 +1,45 @@
+#!/bin/bash
+# 36-uring: fio's io_uring engine on the nvme-tcp namespace (loopback, both roles recorded, every
+# command): inline issue at QD1 and QD16, registered files and fixed buffers, IOSQE_ASYNC (the
+# io-wq path) and SQPOLL. Every fio I/O is one reported command of its io_uring path; each
+# group says what its end to end spans; the inline and io-wq groups start at the io_uring_enter()
+# entry, a QD1 group ends at the io_uring_enter() return, io-wq's queueing is a stage of its own,
+# and the SQPOLL group says its reap is not seen. The report's end to end is printed beside
+# fio's lat (tests/guest/uring_check.py).
+# lane-timeout: 600
+. "$NVMETRACE_SRC/tests/guest/lib.sh"
+need_ko
+need_bin
+NT=$NVMETRACE_BIN
+
+nvmet_tcp_setup
+dev=$(nvme_tcp_connect)
+insmod "$NVMETRACE_KO" || fail "insmod failed"
+
+# job NAME FIO-ARGS...: one recording (both roles, every command) of one fio job, checked
+job() {
+	local name=$1 d=$RESULTS/$1
+	shift
+	mkdir -p "$d"
+	"$NT" record -r host -r target -s 1 -o "$d/rec.ntr" >"$d/record.out" 2>&1 &
+	local rec=$!
+	recorder_wait "$d/record.out" "$name"
+	run_fio "$name" --filename="/dev/$dev" --ioengine=io_uring --direct=1 --time_based \
+		--runtime=2 --size=256m "$@" || fail "$name: fio failed"
+	kill -INT $rec
+	wait $rec || { cat "$d/record.out"; fail "$name: record failed"; }
+	fio_check "$name"
+	"$NT" report --detail "$d/rec.ntr" >"$d/report.txt" || fail "$name: report failed"
+	"$NT" report --json "$d/rec.ntr" >"$d/report.json" || fail "$name: report --json failed"
+	python3 "$NVMETRACE_SRC/tests/guest/uring_check.py" "$name" "$RESULTS/$name.json" \
+		"$d/report.json" "$@" || { cat "$d/report.txt"; fail "$name: check failed"; }
+}
+
+job uring-randread-4k-qd1 --rw=randread --bs=4k --iodepth=1
+job uring-randwrite-32k-qd16 --rw=randwrite --bs=32k --iodepth=16
+job uring-randread-4k-qd16-fixed --rw=randread --bs=4k --iodepth=16 --fixedbufs=1 \
+	--registerfiles=1
+job uring-randread-4k-qd4-async --rw=randread --bs=4k --iodepth=4 --force_async=1
+job uring-randread-4k-qd1-sqpoll --rw=randread --bs=4k --iodepth=1 --sqthread_poll=1
+cat "$RESULTS"/uring-randwrite-32k-qd16/report.txt
+log "io_uring: every path reported with its span"

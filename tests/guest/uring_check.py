@@ -1,0 +1,86 @@
+#!/usr/bin/env python3
+"""Check an io_uring recording against the fio job it recorded (tests/guest/scenarios/36-uring.sh).
+
+  uring_check.py NAME FIO_JSON REPORT_JSON FIO-ARGS...
+
+Every fio I/O is one reported host command of an io_uring path (recorded at 1 of 1, so all of
+them), with the path the job asked for: io-wq for --force_async, the SQPOLL thread for
+--sqthread_poll, else the inline issue in io_uring_enter(). Every group says what its end to
+end spans: a group from the io_uring_enter() entry to its return reaches user space; one whose
+reap is not seen says so. Prints the report's end to end beside fio's mean lat, per group and
+over the commands whose span reaches user space. Exit 1 with the reasons when a check fails.
+"""
+import json
+import sys
+
+
+def fio_doc(path):
+    text = open(path).read()
+    return json.loads(text[text.index("{"):])
+
+
+def main():
+    name, fio_path, report_path, *args = sys.argv[1:]
+    opts = dict(a[2:].split("=", 1) for a in args if a.startswith("--") and "=" in a)
+    fio = fio_doc(fio_path)
+    ios = sum(j[d]["total_ios"] for j in fio["jobs"] for d in ("read", "write"))
+    lat_sum = sum(j[d]["lat_ns"]["mean"] * j[d]["total_ios"] for j in fio["jobs"]
+                  for d in ("read", "write") if j[d]["total_ios"])
+    fio_lat_us = lat_sum / ios / 1e3
+    rep = json.load(open(report_path))[0]
+    groups = [g for g in rep["groups"] if g["view"] != "target" and g["device"].startswith("nvme")]
+    bad = []
+    want = ("io_uring, io-wq" if opts.get("force_async") else
+            "io_uring, SQPOLL" if opts.get("sqthread_poll") else "io_uring")
+    n_path = sum(g["n"] for g in groups if g["span"]["interface"] == want)
+    n_all = sum(g["n"] for g in groups)
+    print(f"{name}: fio {ios} I/Os, mean lat {fio_lat_us:.1f} us; report {n_all} host commands, "
+          f"{n_path} of them by {want}")
+    for g in groups:
+        sp = g["span"]
+        stages = ", ".join(f"{s['name']} {s['mean_us']:.1f}" for s in g["stages"])
+        print(f"  {g['label']}: n {g['n']}, mean {g['latency_us']['mean']:.1f} us "
+              f"({g['latency_us']['mean'] / fio_lat_us:.3f} of fio's lat); "
+              f"{sp['from']} to {sp['to']}{'' if sp['user_space'] else ' (' + sp['note'] + ')'}")
+        print(f"    stages (mean us): {stages}")
+    if n_all != ios:
+        bad.append(f"the report has {n_all} host commands, fio did {ios} I/Os")
+    if n_path != ios:
+        bad.append(f"{ios - n_path} of fio's I/Os are not reported as {want}")
+    user = [g for g in groups if g["span"]["user_space"]]
+    n_user = sum(g["n"] for g in user)
+    if user:
+        e2e = sum(g["latency_us"]["mean"] * g["n"] for g in user) / n_user
+        print(f"  reaching user space: {n_user} commands, end to end {e2e:.1f} us, "
+              f"{e2e / fio_lat_us:.3f} of fio's lat")
+        # the span is inside fio's lat: never longer (2 % for the rounding of two clocks' means)
+        if e2e > fio_lat_us * 1.02:
+            bad.append(f"end to end {e2e:.1f} us is longer than fio's lat {fio_lat_us:.1f} us")
+    for g in groups:
+        sp = g["span"]
+        if sp["interface"].startswith("io_uring") and sp["from"] not in (
+                "io_uring_enter() entry", "the SQE taken by the SQPOLL thread"):
+            bad.append(f"{g['label']}: starts at {sp['from']}, not where the kernel took the SQE")
+        if not sp["user_space"] and not sp["note"]:
+            bad.append(f"{g['label']}: does not reach user space and does not say why")
+    if opts.get("force_async"):
+        # io-wq's queueing is a stage of its own; a command whose queueing time is not
+        # between its SQE and its file submission has it merged into the submission
+        queued = sum(g["n"] for g in groups
+                     if any(s["name"] == "queued in io-wq" for s in g["stages"]))
+        print(f"  queued in io-wq as a stage of its own: {queued} of {n_all} commands")
+        if queued < 0.8 * n_all:
+            bad.append(f"only {queued} of {n_all} io-wq commands have a 'queued in io-wq' stage")
+    elif opts.get("sqthread_poll"):
+        for g in groups:
+            if g["span"]["user_space"] or "not seen" not in g["span"]["note"]:
+                bad.append(f"{g['label']}: SQPOLL's reap is unseen, the group does not say so")
+    elif opts.get("iodepth") == "1" and n_user < 0.95 * ios:
+        bad.append(f"QD1: only {n_user} of {ios} commands reach the io_uring_enter() return")
+    for b in bad:
+        print(f"  FAIL: {b}")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
