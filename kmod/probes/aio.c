@@ -110,7 +110,7 @@ static __always_inline void file_submit(struct pt_regs *regs, u8 op)
 	const struct kiocb *iocb = (const struct kiocb *)regs_get_kernel_argument(regs, 0);
 	const struct iov_iter *iter = (const struct iov_iter *)regs_get_kernel_argument(regs, 1);
 	struct nvmetrace_submit *st = task_stash();
-	u64 lba, since = 0, uptr = 0;
+	u64 lba, since = 0, uptr = 0, wq_queued = 0;
 	u16 iface = 0, path = 0;
 	/* the stash is this call's: same task, still inside io_submit() */
 	bool in_submit = st->task == current &&
@@ -140,12 +140,15 @@ static __always_inline void file_submit(struct pt_regs *regs, u8 op)
 			u->op = op;
 			smp_store_release(&u->uptr, uptr);	/* the fields, then uptr */
 		}
-	} else if (nvmetrace_uring_origin(iocb, dev, lba, op, &since, &path)) {
+	} else if (nvmetrace_uring_origin(iocb, &since, &path, &wq_queued)) {
 		iface = NVMETRACE_IFACE_URING;
 	}
 	emit(NVMETRACE_EV_FILE_SUBMIT, lba, dev, iov_iter_count(iter), 0, iface,
 	     path, 0, op, op == nvme_cmd_write ? NVMETRACE_REC_WRITE : 0,
 	     uaux(current->pid, since));
+	if (wq_queued)
+		emit(NVMETRACE_EV_URING_WQ, lba, dev, 0, 0, 0, 0, 0, op,
+		     op == nvme_cmd_write ? NVMETRACE_REC_WRITE : 0, wq_queued);
 }
 
 /* kprobes at blkdev_read_iter/blkdev_write_iter(struct kiocb *, struct iov_iter *) */

@@ -21,8 +21,11 @@
  *    it was queued are kept in a small table by the request's address.
  *  - the file submission (probes/aio.c) asks uring_origin() whether its
  *    kiocb is an io_uring request's: the task's current one (inline issue,
- *    or the SQPOLL thread's), or one an io-wq worker took from the table,
- *    which also gives URING_WQ (the time it was queued, in aux).
+ *    or the SQPOLL thread's), or one an io-wq worker finds in the table,
+ *    which also gives URING_WQ (recorded after the file submission, so
+ *    that the submission's time is taken right after its "since"; the
+ *    time it was queued in aux); each try of the worker finds it (the
+ *    analysis keeps the last).
  *  - io_uring_complete: URING_CQE, the CQE posted, for a read or write of a
  *    traced block device.  The LBA is the kiocb's position less the result
  *    (the block device advanced it), as for aio.  Posted in the task that
@@ -122,14 +125,15 @@ static void probe_queue_async(void *data, struct io_kiocb *req, int rw)
 	smp_store_release(&w->req, req);	/* the times, then req */
 }
 
-bool nvmetrace_uring_origin(const struct kiocb *iocb, u32 dev, u64 lba, u8 op,
-			    u64 *since, u16 *path)
+bool nvmetrace_uring_origin(const struct kiocb *iocb, u64 *since, u16 *path,
+			    u64 *wq_queued)
 {
 	const void *req = iocb;	/* the kiocb is the request's first member */
 	struct uring_task *t = uring_task();
 	struct uring_wq *w;
 	u64 now, start, queued;
 
+	*wq_queued = 0;
 	if (t->task == current && t->req == req) {
 		*since = ktime_get_ns() - t->start;
 		*path = t->sqpoll ? NVMETRACE_URING_SQPOLL : 0;
@@ -143,13 +147,17 @@ bool nvmetrace_uring_origin(const struct kiocb *iocb, u32 dev, u64 lba, u8 op,
 		return false;
 	start = w->start;
 	queued = w->queued;
-	if (cmpxchg(&w->req, req, NULL) != req)
+	/*
+	 * Left in place: the worker may try again (a nonblocking try, then a
+	 * blocking one), and each try is recorded; every punt rewrites it.
+	 */
+	smp_rmb();	/* the times, then req again */
+	if (READ_ONCE(w->req) != req)
 		return false;	/* taken over by another request meanwhile */
 	now = ktime_get_ns();
 	*since = now - start;
 	*path = NVMETRACE_URING_IOWQ;
-	emit(NVMETRACE_EV_URING_WQ, lba, dev, 0, 0, 0, 0, 0, op,
-	     op == nvme_cmd_write ? NVMETRACE_REC_WRITE : 0, queued);
+	*wq_queued = queued;
 	return true;
 }
 

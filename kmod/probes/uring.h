@@ -12,10 +12,11 @@
 /*
  * Whether iocb is an io_uring request's, submitted by the current task or
  * taken from io-wq by it: then *since gets the nanoseconds since the kernel
- * took its SQE and *path its NVMETRACE_URING_* path; a request from io-wq
- * also gets its URING_WQ record (dev, lba and op are the command's).
+ * took its SQE and *path its NVMETRACE_URING_* path; for a request from
+ * io-wq *wq_queued gets when it was queued there (else 0), for the caller's
+ * URING_WQ record after its FILE_SUBMIT.
  */
-bool nvmetrace_uring_origin(const struct kiocb *iocb, u32 dev, u64 lba, u8 op,
-			    u64 *since, u16 *path);
+bool nvmetrace_uring_origin(const struct kiocb *iocb, u64 *since, u16 *path,
+			    u64 *wq_queued);
 
 #endif

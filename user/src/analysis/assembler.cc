@@ -236,8 +236,9 @@ void Assembler::push_host_rq(const nvmetrace_rec& rec, int slot) {
             c.ts[s] = w.ts;
             c.present |= EventMask{1} << s;
             // the file submission came before its bio
-            if (take_latest(WaitKey{rec.lba, c.dev, op, 2}, w.ts, &w))
-                attach_file_submit(c, w);
+            const uint64_t bio_ts = w.ts;
+            if (take_latest(WaitKey{rec.lba, c.dev, op, 2}, bio_ts, &w))
+                attach_file_submit(c, w, bio_ts);
         }
     }
     Command& c = f.cmd;
@@ -269,8 +270,9 @@ void Assembler::push_host_rq(const nvmetrace_rec& rec, int slot) {
 // The file submission of a command and what its record says of the
 // submission before it: when the kernel took it (io_submit() or
 // io_uring_enter() entry, or the SQPOLL thread), and for io_uring's io-wq
-// path when the request was queued there (its URING_WQ record).
-void Assembler::attach_file_submit(Command& c, const Waiting& file) {
+// path when the request was queued there (its URING_WQ record, written
+// right after the file submission, before the bio).
+void Assembler::attach_file_submit(Command& c, const Waiting& file, uint64_t bio_ts) {
     auto set = [&c](uint16_t event, uint64_t ts) {
         int s = event_slot(event);
         c.ts[s] = ts;
@@ -290,7 +292,7 @@ void Assembler::attach_file_submit(Command& c, const Waiting& file) {
         set(uring ? NVMETRACE_EV_URING_SUBMIT : NVMETRACE_EV_SYSCALL_SUBMIT, file.ts - since);
     Waiting q;
     if (uring && (file.tag & NVMETRACE_URING_IOWQ) &&
-        take_latest(WaitKey{c.lba, c.dev, static_cast<uint8_t>(c.op), 5}, file.ts, &q) &&
+        take_latest(WaitKey{c.lba, c.dev, static_cast<uint8_t>(c.op), 5}, bio_ts, &q) &&
         q.aux <= file.ts && (!since || q.aux >= file.ts - since))
         set(NVMETRACE_EV_URING_WQ, q.aux);
 }

@@ -196,7 +196,7 @@ private:
     void push_aio_complete(const nvmetrace_rec& rec, int slot);
     void push_aio_reap(const nvmetrace_rec& rec, int slot);
     void hand_on_tail(uint64_t id);
-    void attach_file_submit(Command& c, const Waiting& file);
+    void attach_file_submit(Command& c, const Waiting& file, uint64_t bio_ts);
     void expire_tail(uint64_t now);
     bool take_tail(const WaitKey& key, uint64_t* id);
 

@@ -228,10 +228,10 @@ TEST_F(AssemblerTest, IoUringCommandFromTheSqeToTheReap) {
 // are superseded, not left unmatched.
 TEST_F(AssemblerTest, IoUringThroughIoWqIsTimedFromItsLastTry) {
     const uint64_t t0 = 1'000'000;
-    nvmetrace_rec wq = host(NVMETRACE_EV_URING_WQ, t0 + 4000, 0, 4242, false, kNvme0n1, 0, 0,
+    nvmetrace_rec wq = host(NVMETRACE_EV_URING_WQ, t0 + 4200, 0, 4242, false, kNvme0n1, 0, 0,
                             t0 + 1500);  // queued to io-wq at t0 + 1500
-    std::vector<nvmetrace_rec> v{uring_file(t0, 4242, 0, 900), bio(t0 + 500, 4242), wq,
-                                 uring_file(t0 + 4100, 4242, NVMETRACE_URING_IOWQ, 5000)};
+    std::vector<nvmetrace_rec> v{uring_file(t0, 4242, 0, 900), bio(t0 + 500, 4242),
+                                 uring_file(t0 + 4100, 4242, NVMETRACE_URING_IOWQ, 5000), wq};
     for (const auto& r : host_command(t0 + 6000, 7, 4242))
         v.push_back(r);
     for (const auto& r : uring_tail(t0 + 6000, 4242))

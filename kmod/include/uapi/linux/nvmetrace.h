@@ -108,7 +108,7 @@ enum nvmetrace_event {
 	NVMETRACE_EV_AIO_REAP		= 20,
 	/*
 	 * io_uring: an io-wq worker submits the request to the file (recorded
-	 * just before its FILE_SUBMIT); aux: when it was queued to io-wq
+	 * right after its FILE_SUBMIT); aux: when it was queued to io-wq
 	 */
 	NVMETRACE_EV_URING_WQ		= 21,
 	/* io_uring_complete: the CQE is posted; aux: the result (s64) */
