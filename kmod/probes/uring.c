@@ -97,17 +97,16 @@ static __always_inline bool in_uring_enter(void)
 static void probe_submit_req(void *data, struct io_kiocb *req)
 {
 	struct uring_task *t = uring_task();
-	u64 now;
 
 	if (unlikely(!READ_ONCE(nvmetrace_emitting)))
 		return;
-	now = ktime_get_ns();
 	t->sqpoll = current->flags & PF_IO_WORKER;
 	if (t->task != current || t->sqpoll || !in_uring_enter())
 		t->enter_ts = 0;
 	t->task = current;
 	t->req = req;
-	t->start = t->enter_ts ?: now;
+	/* every SQE of one io_uring_enter() call shares its entry time: no clock read */
+	t->start = t->enter_ts ?: ktime_get_ns();
 }
 
 static void probe_queue_async(void *data, struct io_kiocb *req, int rw)
