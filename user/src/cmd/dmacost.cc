@@ -96,6 +96,14 @@ std::vector<DmaRow> dma_rows(const DmaCost& cost) {
     return rows;
 }
 
+std::vector<std::string> premapped_not_cheaper(const DmaCost& cost) {
+    std::vector<std::string> sizes;
+    for (const DmaRow& r : dma_rows(cost))
+        if (!r.error && r.map_ns > 0 && r.premap_ns >= r.map_ns)
+            sizes.push_back(size_text(r.bytes));
+    return sizes;
+}
+
 std::string iommu_name(uint32_t iommu) {
     switch (iommu) {
         case NVMETRACE_DMA_IOMMU_NONE:
@@ -161,6 +169,13 @@ std::string dmacost_text(const DmaCost& c, const std::string& dev_name) {
                            size_text(r.bytes), r.nents, r.mapped_nents, r.map_ns, r.map_ns_per_kib,
                            folio, r.premap_ns, limits_text(r.limits));
     }
+    const std::vector<std::string> dearer = premapped_not_cheaper(c);
+    if (!dearer.empty())
+        out += fmt::format(
+            "note: premapped is no cheaper than map+unmap at {}: the per-I/O sync walks the "
+            "scatterlist as the mapping does{}\n",
+            fmt::join(dearer, ", "),
+            c.iommu == NVMETRACE_DMA_IOMMU_TRANSLATING ? "" : " (no translating IOMMU to spare)");
     return out;
 }
 
@@ -202,6 +217,7 @@ nlohmann::json dmacost_json(const DmaCost& c, const std::string& dev_name) {
             s["map_unmap_ns"] = r.map_ns;
             s["map_unmap_ns_per_kib"] = r.map_ns_per_kib;
             s["premapped_ns"] = r.premap_ns;
+            s["premapped_cheaper"] = r.premap_ns < r.map_ns;
             if (r.folio_ns >= 0)
                 s["map_unmap_one_entry_ns"] = r.folio_ns;
         }

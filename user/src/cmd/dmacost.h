@@ -43,6 +43,10 @@ struct DmaRow {
 
 std::vector<DmaRow> dma_rows(const DmaCost& cost);
 
+// The sizes ("1 MiB", ...) whose premapped median is not below their map+unmap median: without a
+// translating IOMMU a kernel that syncs every scatterlist entry gains nothing by premapping.
+std::vector<std::string> premapped_not_cheaper(const DmaCost& cost);
+
 // "none", "passthrough (identity domain)", "translating", "other (blocked or
 // unmanaged domain)".
 std::string iommu_name(uint32_t iommu);

@@ -153,6 +153,27 @@ TEST(DmaCost, Json) {
     EXPECT_FALSE(j["sizes"][2].contains("map_unmap_ns"));
 }
 
+// Premapping saves nothing when the sync walks the scatterlist as the mapping did (Debian's
+// 6.1 without an IOMMU): the table says so under it, the JSON per size, and not otherwise.
+TEST(DmaCost, PremappedNoCheaperIsNoted) {
+    DmaCost c = pci_cost();
+    EXPECT_TRUE(premapped_not_cheaper(c).empty());
+    EXPECT_THAT(dmacost_text(c, "nvme0n1"), Not(HasSubstr("no cheaper")));
+    EXPECT_EQ(dmacost_json(c, "nvme0n1")["sizes"][1]["premapped_cheaper"], true);
+
+    c.iommu = NVMETRACE_DMA_IOMMU_NONE;
+    c.sizes[1].premap_ns = {41000, 42000, 40000};  // median 41000 against map+unmap's 40960
+    EXPECT_THAT(premapped_not_cheaper(c), ::testing::ElementsAre("1 MiB"));
+    EXPECT_THAT(dmacost_text(c, "nvme0n1"),
+                HasSubstr("note: premapped is no cheaper than map+unmap at 1 MiB: the per-I/O "
+                          "sync walks the scatterlist as the mapping does (no translating IOMMU "
+                          "to spare)\n"));
+    const nlohmann::json j = dmacost_json(c, "nvme0n1");
+    EXPECT_EQ(j["sizes"][0]["premapped_cheaper"], true);
+    EXPECT_EQ(j["sizes"][1]["premapped_cheaper"], false);
+    EXPECT_FALSE(j["sizes"][2].contains("premapped_cheaper"));  // not measured
+}
+
 TEST(DmaCost, IommuNames) {
     EXPECT_EQ(iommu_name(NVMETRACE_DMA_IOMMU_NONE), "none");
     EXPECT_EQ(iommu_name(NVMETRACE_DMA_IOMMU_IDENTITY), "passthrough (identity domain)");
