@@ -2,7 +2,7 @@
 """The syscall edges of a recording of aio_edges (user/tests/aio_edges.cc): the time between
 user space and the first and last host hooks of each command, which no kernel hook sees.
 
-usage: edges.py AIO_EDGES_OUT COMMANDS_JSONL LBS [--json]
+usage: edges.py AIO_EDGES_OUT COMMANDS_JSONL LBS [--json | --json-out=FILE]
        edges.py --own FIO_JSON FIO_LAT_LOG COMMANDS_JSONL LBS AIO_EDGES_OUT...
 
 aio_edges times each QD1 I/O with CLOCK_MONOTONIC, the clock of the module's timestamps: t0
@@ -14,7 +14,8 @@ entry lies in [t0, t1].  Per joined command:
 and the command's end to end (io_submit entry to io_getevents return) against t2 - t0.
 Every mean leaves out the values more than 1 ms over their median: a stall of the emulated
 CPU (descheduled by the host), counted as "stalled".
-Prints one line; with --json, a JSON object.  Exits 1 when no command joins, or when a
+Prints one line; with --json, a JSON object instead; with --json-out=FILE, the line and the JSON
+object into FILE (one join for both).  Exits 1 when no command joins, or when a
 sampled command's edge is negative (its timestamps and the user's are not one clock).
 
 --own: fio's own time per I/O: the part of fio's lat spent in fio's loop and its libaio engine
@@ -173,7 +174,8 @@ def main():
         if len(sys.argv) < 7:
             sys.exit(__doc__)
         return own(sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5]), sys.argv[6:])
-    args = [a for a in sys.argv[1:] if a != "--json"]
+    json_out = [a[len("--json-out="):] for a in sys.argv[1:] if a.startswith("--json-out=")]
+    args = [a for a in sys.argv[1:] if a != "--json" and not a.startswith("--json-out=")]
     if len(args) != 3:
         sys.exit(__doc__)
     rows = join(load_ios(args[0]), args[1], int(args[2]))
@@ -181,6 +183,9 @@ def main():
         print("FAIL: no recorded command joins an I/O of %s" % args[0])
         sys.exit(1)
     s = summarize(rows)
+    for path in json_out:
+        with open(path, "w") as f:
+            f.write(json.dumps(s) + "\n")
     if "--json" in sys.argv:
         print(json.dumps(s))
     else:

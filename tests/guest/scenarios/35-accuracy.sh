@@ -97,9 +97,9 @@ calibrate() {
 			rec_stop "$d" "edges $rw $bs 1-of-$s"
 		fi
 		python3 "$NVMETRACE_SRC/tests/guest/edges.py" "$d/aio_edges.out" "$d/commands.jsonl" \
-			"$lbs" --json >"$d/edges.json" || { cat "$d/edges.json"; fail "edges $rw $bs: no join"; }
-		log "edges $rw $bs 1-of-$s: $(python3 "$NVMETRACE_SRC/tests/guest/edges.py" \
-			"$d/aio_edges.out" "$d/commands.jsonl" "$lbs")"
+			"$lbs" --json-out="$d/edges.json" >"$d/edges.txt" ||
+			{ cat "$d/edges.txt"; fail "edges $rw $bs: no join"; }
+		log "edges $rw $bs 1-of-$s: $(cat "$d/edges.txt")"
 	done
 }
 
