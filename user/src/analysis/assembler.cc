@@ -96,6 +96,10 @@ Assembler::Assembler(const DeviceTable& devices, Sink sink, uint64_t bio_horizon
 }
 
 void Assembler::push(const nvmetrace_rec& rec) {
+    if (rec.ts >= kMaxRecordTs) {
+        counts_.records_bad_ts++;
+        return;
+    }
     if (counts_.first_ts == 0 && counts_.last_ts == 0)
         counts_.first_ts = rec.ts;
     if (rec.ts < counts_.last_ts)

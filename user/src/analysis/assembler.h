@@ -67,26 +67,43 @@ struct Command {
 };
 
 // What the Assembler saw, for the report's notes.
+// CLOCK_MONOTONIC past 2^60 ns is 36 years of uptime: a record that says so is
+// damaged, and is left out before its time takes part in any span. Below it, the
+// difference of two times, and the sum of a few, cannot overflow an int64.
+inline constexpr uint64_t kMaxRecordTs = 1ull << 60;
+
+// to - from in ns, saturated to the int64 range: times shifted onto another
+// clock by a joined recording's offset are no longer bounded by kMaxRecordTs.
+inline int64_t ts_span(uint64_t from, uint64_t to) {
+    if (to >= from) {
+        const uint64_t d = to - from;
+        return d > static_cast<uint64_t>(INT64_MAX) ? INT64_MAX : static_cast<int64_t>(d);
+    }
+    const uint64_t d = from - to;
+    return d > static_cast<uint64_t>(INT64_MAX) ? INT64_MIN : -static_cast<int64_t>(d);
+}
+
 struct AssemblyCounts {
     uint64_t records_host = 0;
     uint64_t records_target = 0;
-    uint64_t records_unknown = 0;        // events this build does not know (ignored)
-    uint64_t records_out_of_order = 0;   // ts before the previous record's
-    uint64_t complete = 0;               // commands handed to the sink
-    uint64_t cut_start = 0;              // no first event (recording began mid-command,
-                                         // or the record was lost)
-    uint64_t cut_end = 0;                // still in flight at the end of the recording
-    uint64_t lost_end = 0;               // its key was reused before its last event
-    uint64_t bios_unmatched = 0;         // block_bio_queue never followed by its request
-                                         // (merged into another request, or lost)
-    uint64_t inserts_unmatched = 0;      // untagged block_rq_insert never followed by its request
-    uint64_t multipath_duplicates = 0;   // path-disk block_bio_queue of a head bio
-    uint64_t repeats = 0;                // further records of a repeating event (EventDef)
-    uint64_t superseded = 0;             // bios or file submissions tried again (io_uring's
-                                         // nonblocking issue, then io-wq's)
-    uint64_t user_unmatched = 0;         // aio completions or file submissions without
-                                         // their command (lost records, other I/O)
-    uint64_t late_times = 0;             // ts_in_aux events dropped: time after the first event
+    uint64_t records_unknown = 0;       // events this build does not know (ignored)
+    uint64_t records_bad_ts = 0;        // ts of kMaxRecordTs or more: no clock reads that (ignored)
+    uint64_t records_out_of_order = 0;  // ts before the previous record's
+    uint64_t complete = 0;              // commands handed to the sink
+    uint64_t cut_start = 0;             // no first event (recording began mid-command,
+                                        // or the record was lost)
+    uint64_t cut_end = 0;               // still in flight at the end of the recording
+    uint64_t lost_end = 0;              // its key was reused before its last event
+    uint64_t bios_unmatched = 0;        // block_bio_queue never followed by its request
+                                        // (merged into another request, or lost)
+    uint64_t inserts_unmatched = 0;     // untagged block_rq_insert never followed by its request
+    uint64_t multipath_duplicates = 0;  // path-disk block_bio_queue of a head bio
+    uint64_t repeats = 0;               // further records of a repeating event (EventDef)
+    uint64_t superseded = 0;            // bios or file submissions tried again (io_uring's
+                                        // nonblocking issue, then io-wq's)
+    uint64_t user_unmatched = 0;        // aio completions or file submissions without
+                                        // their command (lost records, other I/O)
+    uint64_t late_times = 0;            // ts_in_aux events dropped: time after the first event
     uint64_t first_ts = 0, last_ts = 0;  // of all records
 
     uint64_t incomplete() const { return cut_start + cut_end + lost_end; }

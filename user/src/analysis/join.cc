@@ -640,6 +640,7 @@ JoinedReport join_files(const std::vector<std::string>& files, const JoinFilesOp
         t.records_host += a.records_host;
         t.records_target += a.records_target;
         t.records_unknown += a.records_unknown;
+        t.records_bad_ts += a.records_bad_ts;
         t.records_out_of_order += a.records_out_of_order;
         t.complete += a.complete;
         t.cut_start += a.cut_start;

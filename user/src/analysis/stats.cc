@@ -107,14 +107,14 @@ struct Stats::Group {
     double e2e_sq = 0;             // sum of squares (us^2), for the standard deviation
     std::vector<double> stage_sq;  // per stage, likewise
     std::vector<Histogram> stage_hist;
-    std::vector<int64_t> stage_now;  // scratch: this command's time per stage
+    std::vector<DurationSum> stage_now;  // scratch: this command's time per stage
     std::vector<Accumulator> segments;
     std::vector<Accumulator> details;
     // the current interval
     uint64_t i_n = 0;
-    int64_t i_sum = 0;
+    DurationSum i_sum = 0;
     Histogram i_hist;
-    std::vector<int64_t> i_segments;
+    std::vector<DurationSum> i_segments;
 };
 
 Stats::Stats(const DeviceTable& devices, Options opts, IntervalSink sink)
@@ -202,9 +202,7 @@ void Stats::add(const Command& cmd) {
     first_ts_ = std::min(first_ts_, cmd.first_ts());
     last_ts_ = std::max(last_ts_, end);
 
-    auto span = [&](int from, int to) {
-        return static_cast<int64_t>(cmd.at(to)) - static_cast<int64_t>(cmd.at(from));
-    };
+    auto span = [&](int from, int to) { return ts_span(cmd.at(from), cmd.at(to)); };
     int64_t e2e = span(l.first_slot, l.last_slot);
     g.e2e.add(e2e);
     g.bytes += cmd.size;
@@ -223,7 +221,8 @@ void Stats::add(const Command& cmd) {
     for (size_t st = 0; st < g.stage_now.size(); st++) {
         const double v = static_cast<double>(g.stage_now[st]) / 1e3;
         g.stage_sq[st] += v * v;
-        g.stage_hist[st].add(g.stage_now[st]);
+        g.stage_hist[st].add(
+            static_cast<int64_t>(std::clamp<DurationSum>(g.stage_now[st], INT64_MIN, INT64_MAX)));
     }
     for (size_t j = 0; j < l.details.size(); j++)
         if (cmd.has(l.details[j].from_slot) && cmd.has(l.details[j].to_slot))
@@ -266,7 +265,7 @@ void Stats::close_interval(uint64_t end_ns) {
         r.mean_us = static_cast<double>(g.i_sum) / static_cast<double>(g.i_n) / 1e3;
         r.p99_us = g.i_hist.quantile(0.99) / 1e3;
         for (size_t s = 0; s < g.layout.stages.size(); s++) {
-            int64_t sum = 0;
+            DurationSum sum = 0;
             for (size_t j = 0; j < g.layout.segments.size(); j++)
                 if (g.layout.segments[j].stage == s)
                     sum += g.i_segments[j];
@@ -339,7 +338,7 @@ Summary Stats::summary(uint64_t duration_ns) const {
         gs.hist = g.e2e.hist;
 
         for (size_t st = 0; st < l.stages.size(); st++) {
-            int64_t sum = 0;
+            DurationSum sum = 0;
             for (size_t j = 0; j < l.segments.size(); j++)
                 if (l.segments[j].stage == st)
                     sum += g.segments[j].sum;

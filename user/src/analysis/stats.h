@@ -66,10 +66,14 @@ private:
     int64_t min_ = 0, max_ = 0;
 };
 
+// A sum of durations: 128 bits, exact, and no overflow however many there are
+// (each is below 2^61 in magnitude: kMaxRecordTs).
+__extension__ typedef __int128 DurationSum;
+
 // Sum, count and histogram of one duration.
 struct Accumulator {
     uint64_t n = 0;
-    int64_t sum = 0;  // ns; exact
+    DurationSum sum = 0;  // ns; exact
     int64_t min = INT64_MAX;
     uint64_t negative = 0;  // values below 0: events out of causal order
     Histogram hist;

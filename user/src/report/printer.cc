@@ -255,6 +255,11 @@ std::string summary_text(const Summary& s, const AssemblyCounts& counts,
     if (counts.records_unknown)
         out += fmt::format("ignored: {} records of events this version does not know\n",
                            counts.records_unknown);
+    if (counts.records_bad_ts)
+        out += fmt::format(
+            "ignored: {} records with an impossible timestamp (2^60 ns or later, 36 years of "
+            "uptime): the file is damaged there\n",
+            counts.records_bad_ts);
     return out;
 }
 
@@ -321,10 +326,13 @@ nlohmann::json summary_json(const Summary& s, const AssemblyCounts& counts,
                                         {"negative", c.negative}});
         j["groups"].push_back(std::move(jg));
     }
-    j["records"] = {
-        {"host", counts.records_host},       {"target", counts.records_target},
-        {"unknown", counts.records_unknown}, {"out_of_order", counts.records_out_of_order},
-        {"lost_host", opts.lost_host},       {"lost_target", opts.lost_target}};
+    j["records"] = {{"host", counts.records_host},
+                    {"target", counts.records_target},
+                    {"unknown", counts.records_unknown},
+                    {"bad_ts", counts.records_bad_ts},
+                    {"out_of_order", counts.records_out_of_order},
+                    {"lost_host", opts.lost_host},
+                    {"lost_target", opts.lost_target}};
     j["commands"] = {{"reported", counts.complete - s.failed},
                      {"failed", s.failed},
                      {"cut_start", counts.cut_start},

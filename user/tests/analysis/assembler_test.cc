@@ -100,6 +100,32 @@ TEST_F(AssemblerTest, OneHostCommand) {
     EXPECT_EQ(assembler.counts().records_host, 5u);
 }
 
+// A record whose time no clock reaches (a damaged or hostile file) is counted
+// and left out before it can take part in a span; the command it would have
+// ended stays in flight, the report's "ignored" line says why.
+TEST_F(AssemblerTest, ImpossibleTimestampIsCountedAndLeftOut) {
+    std::vector<nvmetrace_rec> v = host_command(1'000'000, 7, 4242);
+    v.back().ts = kMaxRecordTs;
+    feed(v);
+    EXPECT_TRUE(out.empty());
+    EXPECT_EQ(assembler.counts().records_bad_ts, 1u);
+    EXPECT_EQ(assembler.counts().records_host, 4u);
+    EXPECT_EQ(assembler.in_flight(), 1u);
+    v.back().ts = kMaxRecordTs - 1;  // the last time that is allowed
+    feed({v.back()});
+    ASSERT_EQ(out.size(), 1u);
+    EXPECT_EQ(out[0].at(slot(NVMETRACE_EV_RQ_COMPLETE)), kMaxRecordTs - 1);
+}
+
+TEST(TsSpan, SaturatesInsteadOfOverflowing) {
+    EXPECT_EQ(ts_span(10, 25), 15);
+    EXPECT_EQ(ts_span(25, 10), -15);
+    EXPECT_EQ(ts_span(0, UINT64_MAX), INT64_MAX);
+    EXPECT_EQ(ts_span(UINT64_MAX, 0), INT64_MIN);
+    EXPECT_EQ(ts_span(0, uint64_t{INT64_MAX}), INT64_MAX);
+    EXPECT_EQ(ts_span(uint64_t{INT64_MAX}, 0), -INT64_MAX);
+}
+
 // libaio above the block layer: io_submit entry (carried by the file
 // submission), the file submission before the bio, then the aio completion
 // and the reap after block_rq_complete.
