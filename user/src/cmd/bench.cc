@@ -5,6 +5,7 @@
 #include "git_commit.h"
 #include "kernel/genl.h"
 #include "util/error.h"
+#include "util/json_num.h"
 #include "version.h"
 
 #include <fcntl.h>
@@ -575,7 +576,7 @@ int run_bench(const BenchOptions& opts) {
         std::ofstream meta(meta_path(opts.output), std::ios::trunc);
         if (!meta)
             throw errno_error(fmt::format("cannot write {}", meta_path(opts.output)), errno);
-        meta << run_meta(opts, dev, pool).dump(2) << "\n";
+        meta << json_text(run_meta(opts, dev, pool), 2) << "\n";
     }
 
     if (opts.warmup_s > 0 && !cells.empty()) {
@@ -653,7 +654,7 @@ int run_bench(const BenchOptions& opts) {
             csv << csv_row(row, dev, s) << std::flush;
     }
     if (opts.json)
-        fmt::print("{}\n", rows.dump(2));
+        fmt::print("{}\n", json_text(rows, 2));
     if (!opts.output.empty())
         fmt::print(stderr, "nvmetrace: {} cells written to {} (+ {})\n", cells.size(), opts.output,
                    meta_path(opts.output));

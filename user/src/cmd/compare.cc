@@ -2,6 +2,7 @@
 
 #include "analysis/join.h"
 #include "util/error.h"
+#include "util/json_num.h"
 
 #include <cmath>
 
@@ -130,7 +131,7 @@ int run_compare(const CompareOptions& opts) {
         if (b.join.active)
             j["b"]["matched_share_of_host"] =
                 b.join.host ? static_cast<double>(b.join.matched) / b.join.host : 0.0;
-        fmt::print("{}\n", j.dump(2));
+        fmt::print("{}\n", json_text(j, 2));
     } else {
         fmt::print("{}", comparison_text(c, fmt::format("{}", fmt::join(opts.a, " ")),
                                          fmt::format("{}", fmt::join(opts.b, " "))));

@@ -12,6 +12,7 @@
 #include "cmd/status.h"
 #include "kernel/genl.h"
 #include "util/error.h"
+#include "util/json_num.h"
 #include "version.h"
 
 #include <stdio.h>
@@ -52,7 +53,7 @@ int cmd_status(bool json) {
     ModuleVersion version = client.get_version();
     Status status = client.get_status();
     if (json)
-        fmt::print("{}\n", status_json(version, status).dump(2));
+        fmt::print("{}\n", json_text(status_json(version, status), 2));
     else
         fmt::print("{}", status_text(version, status));
     return 0;
@@ -66,7 +67,7 @@ int cmd_pool(bool json, const std::string& dev_arg) {
     PoolInfo pool = client.pool_get(dev ? std::optional<uint32_t>(dev->dev) : std::nullopt);
     const std::string name = dev ? dev->name : "";
     if (json)
-        fmt::print("{}\n", pool_json(pool, name).dump(2));
+        fmt::print("{}\n", json_text(pool_json(pool, name), 2));
     else
         fmt::print("{}", pool_text(pool, name));
     return 0;
@@ -77,7 +78,7 @@ int cmd_dmacost(bool json, const std::string& dev_arg, uint32_t iters) {
     GenlClient client;
     DmaCost cost = client.dma_cost(dev.dev, iters);
     if (json)
-        fmt::print("{}\n", dmacost_json(cost, dev.name).dump(2));
+        fmt::print("{}\n", json_text(dmacost_json(cost, dev.name), 2));
     else
         fmt::print("{}", dmacost_text(cost, dev.name));
     return 0;

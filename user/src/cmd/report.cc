@@ -8,6 +8,7 @@
 #include "kernel/devices.h"
 #include "report/printer.h"
 #include "util/error.h"
+#include "util/json_num.h"
 
 #include <span>
 
@@ -44,7 +45,7 @@ void print_command(const Command& c) {
             ev[std::string(e.name)] = c.at(slot);
     }
     j["events"] = ev;
-    fmt::print("{}\n", j.dump());
+    fmt::print("{}\n", json_text(j));
 }
 
 // `report` of recordings that hold both roles between them (one file of
@@ -71,7 +72,7 @@ bool report_joined(const ReportCommandOptions& opts, int* rc) {
         j["role"] = "joined";
         nlohmann::json all = nlohmann::json::array();
         all.push_back(j);
-        fmt::print("{}\n", all.dump(2));
+        fmt::print("{}\n", json_text(all, 2));
     } else {
         fmt::print("{}", summary_text(r.summary, r.counts, ro));
     }
@@ -153,7 +154,7 @@ int run_report(const ReportCommandOptions& opts) {
         }
     }
     if (opts.json)
-        fmt::print("{}\n", all.dump(2));
+        fmt::print("{}\n", json_text(all, 2));
     return rc;
 }
 

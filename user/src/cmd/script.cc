@@ -3,6 +3,7 @@
 #include "analysis/events.h"
 #include "kernel/devices.h"
 #include "util/error.h"
+#include "util/json_num.h"
 
 #include <algorithm>
 #include <cmath>
@@ -180,7 +181,7 @@ int run_script(const ScriptOptions& opts, FILE* out) {
                                                        fmt_.device(r)) == opts.devices.end())
                     continue;
                 if (opts.json)
-                    fmt::print(out, "{}\n", fmt_.json(r).dump());
+                    fmt::print(out, "{}\n", json_text(fmt_.json(r)));
                 else
                     fmt::print(out, "{}\n", fmt_.line(r));
             }

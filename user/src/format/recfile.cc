@@ -18,6 +18,7 @@
 #include <array>
 #include <cstring>
 #include <stdexcept>
+#include <type_traits>
 #include <utility>
 
 #include <fmt/format.h>
@@ -100,10 +101,19 @@ using namespace recfile_internal;
 
 namespace {
 
+// META's KEY as a T (a string, or a list of strings): FALLBACK when it is
+// absent or null, an Error naming it when it is of another type.
 template <typename T>
 T json_get(const nlohmann::json& j, const char* key, T fallback) {
     auto it = j.find(key);
-    return it == j.end() ? fallback : it->template get<T>();
+    if (it == j.end() || it->is_null())
+        return fallback;
+    try {
+        return it->template get<T>();
+    } catch (const nlohmann::json::exception&) {
+        throw Error(fmt::format("META.{}: {} is not {}", key, json_text(*it),
+                                std::is_same_v<T, std::string> ? "a string" : "a list of strings"));
+    }
 }
 
 }  // namespace
@@ -302,13 +312,14 @@ RecordingMeta meta_from_json(const nlohmann::json& j) {
             const std::string where = fmt::format("META.devices[{}]", i);
             try {
                 if (!d.is_object()) {
-                    throw Error(fmt::format("{}: {} is not an object", where, d.dump()));
+                    throw Error(fmt::format("{}: {} is not an object", where, json_text(d)));
                 }
                 // the fields devices_from_json() reads for the entry's kind, checked here
                 // once; the rest is stored as given
                 const auto str = [&](const char* k) {
                     if (auto f = d.find(k); f != d.end() && !f->is_string()) {
-                        throw Error(fmt::format("{}.{}: {} is not a string", where, k, f->dump()));
+                        throw Error(
+                            fmt::format("{}.{}: {} is not a string", where, k, json_text(*f)));
                     }
                 };
                 str("kind");
@@ -358,10 +369,11 @@ RecordingMeta meta_from_json(const nlohmann::json& j) {
         }
     }
     m.extra = nlohmann::json::object();
-    for (const auto& [key, value] : j.items()) {
+    for (const auto& item : j.items()) {
+        const std::string& key = item.key();
         if (std::find_if(std::begin(kCore), std::end(kCore),
                          [&](const char* c) { return key == c; }) == std::end(kCore)) {
-            m.extra[key] = value;
+            m.extra[key] = item.value();
         }
     }
     return m;

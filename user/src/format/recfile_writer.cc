@@ -1,6 +1,7 @@
 #include "format/recfile.h"
 #include "format/recfile_internal.h"
 #include "util/error.h"
+#include "util/json_num.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -191,7 +192,7 @@ void RecordingWriter::write_meta(const RecordingMeta& meta) {
     m.format_version = kRecFileVersion;
     m.record_size = sizeof(nvmetrace_rec);
     m.record_fields = record_schema();
-    std::string json = meta_to_json(m).dump();
+    std::string json = json_text(meta_to_json(m));
 
     RecFileHeader fh{};
     memcpy(fh.magic, kRecFileMagic, sizeof(fh.magic));
@@ -281,7 +282,7 @@ void RecordingWriter::close(RecordingTrailer trailer) {
         trailer.end_monotonic_ns > start_monotonic_ns_) {
         trailer.duration_ns = static_cast<uint64_t>(trailer.end_monotonic_ns - start_monotonic_ns_);
     }
-    std::string json = trailer_to_json(trailer).dump();
+    std::string json = json_text(trailer_to_json(trailer));
     write_block(BlockType::trailer, std::as_bytes(std::span(json)), 0);
     if (fdatasync(fd_) != 0) {
         fail("fdatasync failed", errno);

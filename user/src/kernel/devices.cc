@@ -2,6 +2,7 @@
 
 #include "analysis/device_table.h"
 #include "util/error.h"
+#include "util/json_num.h"
 
 #include <linux/nvmetrace.h>
 #include <sys/sysmacros.h>
@@ -204,19 +205,26 @@ void devices_from_json(const nlohmann::json& devices, DeviceTable& table) {
     if (!devices.is_array())
         return;
     for (const auto& d : devices) {
-        std::string kind = d.value("kind", "");
+        if (!d.is_object())
+            continue;
+        // the reader checked these fields (RecordingReader); a table built by
+        // hand gets the same checks, and an absent or null field its default
+        const auto num = [&](const char* k) { return json_int_or<uint32_t>(d, k, 0, "device"); };
+        const auto str = [&](const char* k) {
+            auto it = d.find(k);
+            return it != d.end() && it->is_string() ? it->get<std::string>() : std::string();
+        };
+        const std::string kind = str("kind");
         if (kind == "disk") {
-            table.add_disk(d.value("dev", 0u), d.value("name", ""), d.value("lbs", 0u),
-                           static_cast<uint16_t>(d.value("cntlid", 0u)));
+            table.add_disk(num("dev"), str("name"), num("lbs"),
+                           json_int_or<uint16_t>(d, "cntlid", 0, "device"));
         } else if (kind == "path") {
-            table.add_path(d.value("dev", 0u), d.value("head_dev", 0u), d.value("name", ""),
-                           static_cast<uint16_t>(d.value("cntlid", 0u)));
+            table.add_path(num("dev"), num("head_dev"), str("name"),
+                           json_int_or<uint16_t>(d, "cntlid", 0, "device"));
         } else if (kind == "target_ns") {
-            std::string dp = d.value("device_path", "");
-            std::string name = fs::path(dp).filename();
+            const std::string name = fs::path(str("device_path")).filename();
             table.add_target_namespace(
-                d.value("nsid", 0u), name.empty() ? fmt::format("ns{}", d.value("nsid", 0u)) : name,
-                d.value("lbs", 0u));
+                num("nsid"), name.empty() ? fmt::format("ns{}", num("nsid")) : name, num("lbs"));
         }
     }
 }

@@ -10,12 +10,20 @@
 #include <concepts>
 #include <cstdint>
 #include <limits>
+#include <string>
 #include <string_view>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 namespace nvmetrace {
+
+// J as text (INDENT as nlohmann's dump()), never throwing: a string from a file
+// may hold bytes that are not UTF-8 (a hostname, a device name), which dump()
+// refuses with an exception; here each such byte becomes U+FFFD.
+inline std::string json_text(const nlohmann::json& j, int indent = -1) {
+    return j.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
+}
 
 // V as a T: an Error naming WHAT when V is not an integer or does not fit T.
 template <std::integral T>
@@ -31,10 +39,10 @@ T json_int(const nlohmann::json& v, std::string_view what) {
                    : L::is_signed && i >= static_cast<int64_t>(L::min()))
             return static_cast<T>(i);
     } else {
-        throw Error(fmt::format("{}: {} is not an integer", what, v.dump()));
+        throw Error(fmt::format("{}: {} is not an integer", what, json_text(v)));
     }
     throw Error(
-        fmt::format("{}: {} is out of range ({} to {})", what, v.dump(), L::min(), L::max()));
+        fmt::format("{}: {} is out of range ({} to {})", what, json_text(v), L::min(), L::max()));
 }
 
 // OBJ[KEY] as a T, or FALLBACK when OBJ has no KEY; errors name WHERE.KEY.

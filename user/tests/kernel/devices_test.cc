@@ -126,5 +126,19 @@ TEST(Devices, JsonRoundTripFeedsTheDeviceTable) {
     devices_from_json(nlohmann::json::object(), table);  // not an array: ignored
 }
 
+// Null fields (the fuzzer's find: nlohmann's value() throws on them) take their
+// defaults; an entry that is no object is passed over.
+TEST(Devices, NullFieldsTakeTheirDefaults) {
+    const nlohmann::json j = nlohmann::json::parse(R"([
+        {"kind": "disk", "dev": 271581184, "name": null, "lbs": null, "cntlid": null},
+        {"kind": "target_ns", "nsid": 3, "device_path": null, "lbs": 4096},
+        null, 7, {"kind": null}])");
+    DeviceTable table;
+    devices_from_json(j, table);
+    EXPECT_EQ(table.disk_name(271581184), "dev 259:0");  // nameless: named by its number
+    EXPECT_EQ(table.target_name(3), "ns3");
+    EXPECT_EQ(table.target_block_size(3), 4096u);
+}
+
 }  // namespace
 }  // namespace nvmetrace

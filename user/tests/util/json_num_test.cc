@@ -117,6 +117,31 @@ TEST(MetaFromJson, BadDeviceEntriesAreLeftOutAndSaid) {
     EXPECT_THAT(meta.dropped_devices[0], HasSubstr("that device is left out"));
 }
 
+// A string of the file that is not UTF-8 (a hostname) would make nlohmann's
+// dump() throw in the middle of a report: json_text() puts U+FFFD instead.
+TEST(JsonText, BytesThatAreNotUtf8BecomeReplacementCharacters) {
+    const json j = {{"hostname", std::string("ho\xffst")}, {"n", 1}};
+    EXPECT_THROW((void)j.dump(), json::exception);
+    EXPECT_EQ(json_text(j), "{\"hostname\":\"ho\xef\xbf\xbdst\",\"n\":1}");
+    EXPECT_EQ(json_text(j, 2), "{\n  \"hostname\": \"ho\xef\xbf\xbdst\",\n  \"n\": 1\n}");
+}
+
+// META's strings of another type, and nulls, found by the recording fuzzer:
+// an Error naming the key, or the default, never a JSON library exception.
+TEST(MetaFromJson, StringsOfAnotherTypeAreNamed) {
+    json m = good_meta();
+    m["hostname"] = 5;
+    EXPECT_THAT(error_of([&] { (void)meta_from_json(m); }),
+                HasSubstr("META.hostname: 5 is not a string"));
+    m = good_meta();
+    m["command_line"] = json::array({"nvmetrace", 3});
+    EXPECT_THAT(error_of([&] { (void)meta_from_json(m); }),
+                HasSubstr("META.command_line: [\"nvmetrace\",3] is not a list of strings"));
+    m = good_meta();
+    m["kernel_release"] = nullptr;
+    EXPECT_EQ(meta_from_json(m).kernel_release, "");
+}
+
 TEST(TrailerFromJson, CountsMustBeCounts) {
     EXPECT_THAT(error_of([] {
                     (void)trailer_from_json({{"lost", -1}});
