@@ -18,6 +18,8 @@
 #                     then bench-record and bench-join
 #   make bench-record recorder cost per record on this machine (tools/bench-record:
 #                     callgrind instructions and ns per record; BASE=REV compares with REV)
+#   make fuzz         the recording fuzzer for 10 minutes (FUZZ_SECONDS=N), ASan + UBSan
+#                     (tests/fuzz-check; make check runs it for 60 s)
 #   make bench-join   join speed: report of 10 M synthetic host + target commands, one
 #                     core (commands/s, records/s, peak memory)
 #   make install      install the tool and the module (into the running kernel's tree)
@@ -30,7 +32,7 @@ BUILD ?= $(CURDIR)/build
 PREFIX ?= /usr/local
 export NVMETRACE_BUILD := $(BUILD)
 
-.PHONY: all deps module tool check check-all check-debug debug-kernel demo bench bench-record bench-join install dkms-install clean
+.PHONY: all deps module tool check check-all check-debug debug-kernel demo bench bench-record bench-join fuzz install dkms-install clean
 
 all: module tool
 
@@ -79,6 +81,9 @@ bench-join:
 	cmake -S user -B $(BUILD)/bench-tool -DCMAKE_BUILD_TYPE=Release -DNVMETRACE_BUILD_BENCHMARKS=ON
 	cmake --build $(BUILD)/bench-tool --target join_bench -j$$(nproc)
 	NVMETRACE_BENCH_DIR=$(BUILD)/bench-join taskset -c 0 $(BUILD)/bench-tool/bench/join_bench
+
+fuzz:
+	tests/fuzz-check $(or $(FUZZ_SECONDS),600)
 
 install: tool
 	install -D -m 0755 $(BUILD)/user/nvmetrace $(DESTDIR)$(PREFIX)/bin/nvmetrace
