@@ -13,6 +13,8 @@
 //     or flags changed, the file cut off inside a block.
 // An input that is no recording at all gets libFuzzer's byte mutator.
 #include "format/recfile.h"
+#include "util/error.h"
+#include "util/json_num.h"
 
 #include <linux/nvmetrace.h>
 #include <zstd.h>
@@ -23,6 +25,7 @@
 #include <cstring>
 #include <random>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -245,36 +248,18 @@ nlohmann::json odd_json(Rng& rng, const nlohmann::json& current) {
     }
 }
 
-// How deep the JSON text nests (brackets outside strings): a payload an
-// earlier mutation nested deeply is left to the byte mutator, as nlohmann's
-// copies and destructors recurse as deep as the value does.
-size_t json_depth(const std::vector<uint8_t>& text) {
-    size_t depth = 0, deepest = 0;
-    bool in_string = false, escaped = false;
-    for (const uint8_t c : text) {
-        if (in_string) {
-            if (escaped)
-                escaped = false;
-            else if (c == '\\')
-                escaped = true;
-            else if (c == '"')
-                in_string = false;
-        } else if (c == '"') {
-            in_string = true;
-        } else if (c == '[' || c == '{') {
-            deepest = std::max(deepest, ++depth);
-        } else if ((c == ']' || c == '}') && depth) {
-            depth--;
-        }
-    }
-    return deepest;
-}
-
 // META or TRAILER: one value replaced or one key dropped; deep nesting spliced
 // in as text (nlohmann would refuse to build it).
 bool mutate_json(Rng& rng, Block& b) {
-    if (json_depth(b.payload) > 32)
+    // a payload an earlier edit nested deeply is left to the byte mutator:
+    // nlohmann's copies and destructors recurse as deep as the value does
+    try {
+        nvmetrace::check_json_depth(
+            std::string_view(reinterpret_cast<const char*>(b.payload.data()), b.payload.size()), 32,
+            "payload");
+    } catch (const nvmetrace::Error&) {
         return false;
+    }
     nlohmann::json j = nlohmann::json::parse(b.payload.begin(), b.payload.end(), nullptr, false);
     if (j.is_discarded())
         return false;
