@@ -414,8 +414,14 @@ std::vector<uint16_t> host_cntlids(const RecordingMeta& m) {
     if (!m.devices.is_array())
         return ids;
     for (const auto& d : m.devices) {
-        auto id = static_cast<uint16_t>(d.value("cntlid", 0u));
-        std::string kind = d.value("kind", "");
+        // as given in the file: fields of another type or null count as unknown
+        if (!d.is_object())
+            continue;
+        const auto c = d.find("cntlid");
+        const auto k = d.find("kind");
+        const uint64_t id64 = c != d.end() && c->is_number_unsigned() ? c->get<uint64_t>() : 0;
+        const std::string kind = k != d.end() && k->is_string() ? k->get<std::string>() : "";
+        const auto id = id64 <= UINT16_MAX ? static_cast<uint16_t>(id64) : uint16_t{0};
         if (id && (kind == "disk" || kind == "path") &&
             std::find(ids.begin(), ids.end(), id) == ids.end())
             ids.push_back(id);
