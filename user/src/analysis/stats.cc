@@ -9,78 +9,6 @@
 
 namespace nvmetrace {
 
-// ----------------------------------------------------------------- histogram
-
-namespace {
-constexpr uint64_t kSub = uint64_t{1} << Histogram::kSubBits;
-}
-
-size_t Histogram::bucket(uint64_t v) {
-    if (v < kSub)
-        return static_cast<size_t>(v);
-    int e = 63 - std::countl_zero(v);  // >= kSubBits
-    int shift = e - kSubBits;
-    return static_cast<size_t>((shift + 1) * kSub + ((v >> shift) - kSub));
-}
-
-uint64_t Histogram::bucket_low(size_t b) {
-    if (b < kSub)
-        return b;
-    uint64_t k = b / kSub, m = b % kSub;
-    return (kSub + m) << (k - 1);
-}
-
-uint64_t Histogram::bucket_width(size_t b) {
-    return b < kSub ? 1 : uint64_t{1} << (b / kSub - 1);
-}
-
-void Histogram::add(int64_t v) {
-    uint64_t u = v < 0 ? 0 : static_cast<uint64_t>(v);
-    size_t b = bucket(u);
-    if (b >= counts_.size())
-        counts_.resize(b + 1);
-    counts_[b]++;
-    min_ = n_ ? std::min(min_, v) : v;
-    max_ = n_ ? std::max(max_, v) : v;
-    n_++;
-}
-
-void Histogram::merge(const Histogram& o) {
-    if (!o.n_)
-        return;
-    if (o.counts_.size() > counts_.size())
-        counts_.resize(o.counts_.size());
-    for (size_t i = 0; i < o.counts_.size(); i++)
-        counts_[i] += o.counts_[i];
-    min_ = n_ ? std::min(min_, o.min_) : o.min_;
-    max_ = n_ ? std::max(max_, o.max_) : o.max_;
-    n_ += o.n_;
-}
-
-void Histogram::clear() {
-    std::fill(counts_.begin(), counts_.end(), 0);
-    n_ = 0;
-    min_ = max_ = 0;
-}
-
-double Histogram::quantile(double q) const {
-    if (!n_)
-        return 0;
-    // ceil(q * n) without 0.99 * 100 becoming 100.000...01 and then 100.
-    auto rank = static_cast<uint64_t>(std::ceil(q * static_cast<double>(n_) - 1e-9));
-    rank = std::clamp<uint64_t>(rank, 1, n_);
-    uint64_t seen = 0;
-    for (size_t b = 0; b < counts_.size(); b++) {
-        seen += counts_[b];
-        if (seen >= rank) {
-            double mid =
-                static_cast<double>(bucket_low(b)) + static_cast<double>(bucket_width(b) - 1) / 2.0;
-            return std::clamp(mid, static_cast<double>(min_), static_cast<double>(max_));
-        }
-    }
-    return static_cast<double>(max_);
-}
-
 // ----------------------------------------------------------------- stats
 
 std::string size_label(uint64_t bytes) {
@@ -115,6 +43,20 @@ struct Stats::Group {
     DurationSum i_sum = 0;
     Histogram i_hist;
     std::vector<DurationSum> i_segments;
+    // the tail: per CoarseHistogram bucket of the end to end, its commands'
+    // time per segment (allocated for the buckets that have commands)
+    struct TailBin {
+        uint64_t n = 0;
+        DurationSum e2e = 0;
+        std::vector<DurationSum> segments;
+    };
+    std::vector<TailBin> tail_bins;
+    struct Queue {
+        uint64_t n = 0;
+        DurationSum sum = 0;
+        CoarseHistogram hist;
+    };
+    std::map<uint32_t, Queue> queues;  // cntlid << 16 | qid
 };
 
 Stats::Stats(const DeviceTable& devices, Options opts, IntervalSink sink)
@@ -212,11 +154,26 @@ void Stats::add(const Command& cmd) {
     const double e2e_us = static_cast<double>(e2e) / 1e3;
     g.e2e_sq += e2e_us * e2e_us;
     std::fill(g.stage_now.begin(), g.stage_now.end(), 0);
+    const size_t bin = CoarseHistogram::bucket(e2e < 0 ? 0 : static_cast<uint64_t>(e2e));
+    if (bin >= g.tail_bins.size())
+        g.tail_bins.resize(bin + 1);
+    Group::TailBin& tb = g.tail_bins[bin];
+    if (tb.segments.empty())
+        tb.segments.resize(l.segments.size());
+    tb.n++;
+    tb.e2e += e2e;
     for (size_t j = 0; j < l.segments.size(); j++) {
         int64_t d = span(l.segments[j].from_slot, l.segments[j].to_slot);
         g.segments[j].add(d);
         g.i_segments[j] += d;
         g.stage_now[l.segments[j].stage] += d;
+        tb.segments[j] += d;
+    }
+    if (cmd.qid) {
+        Group::Queue& q = g.queues[uint32_t{cmd.cntlid} << 16 | cmd.qid];
+        q.n++;
+        q.sum += e2e;
+        q.hist.add(e2e);
     }
     for (size_t st = 0; st < g.stage_now.size(); st++) {
         const double v = static_cast<double>(g.stage_now[st]) / 1e3;
@@ -296,6 +253,78 @@ double sample_sd(uint64_t n, double mean, double sum_sq) {
 }
 
 }  // namespace
+
+// The commands of g above its end-to-end quantile q, by bins (TailSummary);
+// nullopt when no command is above it or the group has too few for one.
+std::optional<TailSummary> Stats::tail_of(const Group& g, double q) {
+    const uint64_t n = g.e2e.n;
+    if (n == 0 || static_cast<double>(n) * (1.0 - q) < 1.0 - 1e-9)
+        return std::nullopt;
+    // the bins above the one that holds the quantile's command
+    const uint64_t rank = CoarseHistogram::nearest_rank(q, n);
+    size_t first = 0;
+    for (uint64_t seen = 0; first < g.tail_bins.size();) {
+        seen += g.tail_bins[first++].n;
+        if (seen >= rank)
+            break;
+    }
+    TailSummary t;
+    t.q = q;
+    t.quantile_us = g.e2e.hist.quantile(q) / 1e3;
+    t.threshold_us = static_cast<double>(CoarseHistogram::bucket_low(first)) / 1e3;
+    t.p50_us = g.e2e.hist.quantile(0.5) / 1e3;
+    const Layout& l = g.layout;
+    std::vector<DurationSum> seg(l.segments.size());
+    DurationSum e2e = 0;
+    for (size_t b = first; b < g.tail_bins.size(); b++) {
+        const auto& bin = g.tail_bins[b];
+        if (!bin.n)
+            continue;
+        t.n += bin.n;
+        e2e += bin.e2e;
+        for (size_t j = 0; j < seg.size(); j++)
+            seg[j] += bin.segments[j];
+    }
+    if (!t.n)
+        return t;  // none clearly above the quantile: all within its bin
+    const auto tn = static_cast<double>(t.n);
+    t.fraction = tn / static_cast<double>(n);
+    t.mean_us = static_cast<double>(e2e) / tn / 1e3;
+    auto shares = [](std::vector<TailRow>& rows) {
+        double sum = 0;
+        for (const auto& r : rows)
+            sum += r.beyond_us;
+        for (auto& r : rows)
+            r.share = sum > 0 ? r.beyond_us / sum : 0;
+    };
+    for (size_t st = 0; st < l.stages.size(); st++) {
+        DurationSum sum = 0;
+        for (size_t j = 0; j < l.segments.size(); j++)
+            if (l.segments[j].stage == st)
+                sum += seg[j];
+        TailRow r;
+        r.name = l.stages[st].name;
+        r.id = stage_id(r.name);
+        r.p50_us = g.stage_hist[st].quantile(0.5) / 1e3;
+        r.tail_mean_us = static_cast<double>(sum) / tn / 1e3;
+        r.beyond_us = r.tail_mean_us - r.p50_us;
+        t.stages.push_back(std::move(r));
+    }
+    for (size_t j = 0; j < l.segments.size(); j++) {
+        if (l.segments[j].seam)
+            continue;
+        TailRow r;
+        r.name = l.segments[j].name;
+        r.id = component_id(r.name);
+        r.p50_us = g.segments[j].hist.quantile(0.5) / 1e3;
+        r.tail_mean_us = static_cast<double>(seg[j]) / tn / 1e3;
+        r.beyond_us = r.tail_mean_us - r.p50_us;
+        t.components.push_back(std::move(r));
+    }
+    shares(t.stages);
+    shares(t.components);
+    return t;
+}
 
 Summary Stats::summary(uint64_t duration_ns) const {
     Summary s;
@@ -381,6 +410,18 @@ Summary Stats::summary(uint64_t duration_ns) const {
                     gs.components.push_back(row(l.details[d].name, 1, false, g.details[d]));
         }
         gs.components.push_back(row("end to end", 0, false, g.e2e));
+        for (double q : {0.99, 0.999})
+            if (auto t = tail_of(g, q))
+                gs.tails.push_back(std::move(*t));
+        for (const auto& [k, q] : g.queues) {
+            QueueSummary qs;
+            qs.cntlid = static_cast<uint16_t>(k >> 16);
+            qs.qid = static_cast<uint16_t>(k & 0xffff);
+            qs.n = q.n;
+            qs.mean_us = static_cast<double>(q.sum) / static_cast<double>(q.n) / 1e3;
+            qs.p99_us = q.hist.quantile(0.99) / 1e3;
+            gs.queues.push_back(qs);
+        }
 
         if (g.side == Side::host || !any_host) {
             auto it = std::find_if(s.throughput.begin(), s.throughput.end(),

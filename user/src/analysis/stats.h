@@ -14,6 +14,8 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
+#include <cmath>
 #include <functional>
 #include <map>
 #include <memory>
@@ -26,27 +28,64 @@
 
 namespace nvmetrace {
 
-// Counts of values in log-linear buckets: exact below 2^kSubBits ns, then
-// 2^kSubBits buckets per power of two.  A quantile is the midpoint of the
+// Counts of values in log-linear buckets: exact below 2^SubBits ns, then
+// 2^SubBits buckets per power of two.  A quantile is the midpoint of the
 // bucket holding the nearest-rank value, clamped to the observed min and max,
 // so it is within kMaxRelativeError of the exact nearest-rank value.  Memory
-// grows only with the largest value seen (about 8 KiB per power of two above
-// 1 us).
-class Histogram {
+// grows only with the largest value seen (2^SubBits counters per power of two).
+template <int SubBits>
+class LogHistogram {
 public:
-    static constexpr int kSubBits = 10;
-    static constexpr double kMaxRelativeError = 1.0 / (2 << kSubBits);  // 0.049 %
+    static constexpr int kSubBits = SubBits;
+    static constexpr double kMaxRelativeError = 1.0 / (2 << kSubBits);
 
-    void add(int64_t v);  // negative values count as 0
-    void merge(const Histogram& other);
-    void clear();
+    void add(int64_t v) {  // negative values count as 0
+        const uint64_t u = v < 0 ? 0 : static_cast<uint64_t>(v);
+        const size_t b = bucket(u);
+        if (b >= counts_.size())
+            counts_.resize(b + 1);
+        counts_[b]++;
+        min_ = n_ ? std::min(min_, v) : v;
+        max_ = n_ ? std::max(max_, v) : v;
+        n_++;
+    }
+    void merge(const LogHistogram& o) {
+        if (!o.n_)
+            return;
+        if (o.counts_.size() > counts_.size())
+            counts_.resize(o.counts_.size());
+        for (size_t i = 0; i < o.counts_.size(); i++)
+            counts_[i] += o.counts_[i];
+        min_ = n_ ? std::min(min_, o.min_) : o.min_;
+        max_ = n_ ? std::max(max_, o.max_) : o.max_;
+        n_ += o.n_;
+    }
+    void clear() {
+        std::fill(counts_.begin(), counts_.end(), 0);
+        n_ = 0;
+        min_ = max_ = 0;
+    }
 
     uint64_t count() const { return n_; }
     int64_t min() const { return min_; }
     int64_t max() const { return max_; }
     // Nearest rank: the smallest value with at least ceil(q * count) values at
     // or below it.  0 when empty.
-    double quantile(double q) const;
+    double quantile(double q) const {
+        if (!n_)
+            return 0;
+        const uint64_t rank = nearest_rank(q, n_);
+        uint64_t seen = 0;
+        for (size_t b = 0; b < counts_.size(); b++) {
+            seen += counts_[b];
+            if (seen >= rank) {
+                const double mid = static_cast<double>(bucket_low(b)) +
+                                   static_cast<double>(bucket_width(b) - 1) / 2.0;
+                return std::clamp(mid, static_cast<double>(min_), static_cast<double>(max_));
+            }
+        }
+        return static_cast<double>(max_);
+    }
     // fn(low, count) for every non-empty bucket, in value order (for rank tests:
     // two histograms share their buckets).
     template <class Fn>
@@ -56,15 +95,41 @@ public:
                 fn(bucket_low(b), counts_[b]);
     }
 
+    // The bucket of a value, and the smallest value of a bucket.
+    static size_t bucket(uint64_t v) {
+        if (v < kSub)
+            return static_cast<size_t>(v);
+        const int e = 63 - std::countl_zero(v);  // >= kSubBits
+        const int shift = e - kSubBits;
+        return static_cast<size_t>((shift + 1) * kSub + ((v >> shift) - kSub));
+    }
+    static uint64_t bucket_low(size_t b) {
+        if (b < kSub)
+            return b;
+        const uint64_t k = b / kSub, m = b % kSub;
+        return (kSub + m) << (k - 1);
+    }
+    static uint64_t bucket_width(size_t b) { return b < kSub ? 1 : uint64_t{1} << (b / kSub - 1); }
+
+    // ceil(q * n), at least 1 and at most n, without 0.99 * 100 becoming
+    // 100.000...01 and then 101.
+    static uint64_t nearest_rank(double q, uint64_t n) {
+        const auto rank = static_cast<uint64_t>(std::ceil(q * static_cast<double>(n) - 1e-9));
+        return std::clamp<uint64_t>(rank, 1, n);
+    }
+
 private:
-    static size_t bucket(uint64_t v);
-    static uint64_t bucket_low(size_t b);
-    static uint64_t bucket_width(size_t b);
+    static constexpr uint64_t kSub = uint64_t{1} << kSubBits;
 
     std::vector<uint64_t> counts_;
     uint64_t n_ = 0;
     int64_t min_ = 0, max_ = 0;
 };
+
+// The report's percentiles: within 0.049 % (about 8 KiB per power of two above 1 us).
+using Histogram = LogHistogram<10>;
+// Per-queue percentiles and the tail's bins: within 1.6 % (32 buckets per power of two).
+using CoarseHistogram = LogHistogram<5>;
 
 // A sum of durations: 128 bits, exact, and no overflow however many there are
 // (each is below 2^61 in magnitude: kMaxRecordTs).
@@ -114,6 +179,45 @@ struct ComponentSummary {
     std::string id{};       // stable (component_id())
 };
 
+// Where a group's tail comes from: the commands clearly above a high
+// percentile of the end to end, and how far each stage and component of
+// theirs is from that stage's or component's median over all the group's
+// commands.  The commands are taken by bins (CoarseHistogram's buckets of the
+// end to end): those of the bins above the bin that holds the percentile's
+// command, so every one of them is above the percentile, and those above it
+// by less than the bin's width (3.1 % at most) are left out; `n` and
+// `threshold_us` say exactly which commands the tail holds.
+struct TailRow {
+    std::string name;
+    std::string id{};
+    double p50_us = 0;        // median over all the group's commands
+    double tail_mean_us = 0;  // mean over the tail's commands
+    double beyond_us = 0;     // tail_mean_us - p50_us
+    double share = 0;         // of the sum of beyond_us over the rows, 0..1 (may be < 0)
+};
+
+struct TailSummary {
+    double q = 0;             // 0.99, 0.999
+    double quantile_us = 0;   // the group's end-to-end quantile q
+    double threshold_us = 0;  // the tail: commands at or above this end to end
+    uint64_t n = 0;           // commands in the tail; 0: none clearly above the quantile
+    double fraction = 0;      // n / the group's commands
+    double mean_us = 0;       // their end-to-end mean
+    double p50_us = 0;        // the group's end-to-end median
+    std::vector<TailRow> stages;
+    std::vector<TailRow> components;  // depth-0, path order (the seam left out)
+};
+
+// One NVMe queue of a group: host commands by their controller and queue id
+// (a joined command's target side is on the same queue of the same
+// controller), target commands by theirs.
+struct QueueSummary {
+    uint16_t cntlid = 0;  // 0: unknown
+    uint16_t qid = 0;
+    uint64_t n = 0;
+    double mean_us = 0, p99_us = 0;  // end to end; p99 within CoarseHistogram's error
+};
+
 struct GroupSummary {
     std::string label;  // "read 4KiB nvme1n1", + " (no nvme_setup_cmd)" if merged
     Op op = Op::read;
@@ -133,6 +237,9 @@ struct GroupSummary {
     Histogram hist;     // of the end to end
     std::vector<StageSummary> stages;
     std::vector<ComponentSummary> components;  // path order, then "end to end"
+    // p99 and p99.9 where the group has enough commands for one (1 / (1 - q))
+    std::vector<TailSummary> tails;
+    std::vector<QueueSummary> queues;  // by controller, then queue; those with a queue id
 };
 
 struct OpThroughput {
@@ -229,6 +336,7 @@ private:
     struct Group;
 
     Group& group_for(const Command& cmd);
+    static std::optional<TailSummary> tail_of(const Group& g, double q);
     void close_interval(uint64_t end_ns);
 
     const DeviceTable& devices_;

@@ -107,6 +107,70 @@ std::string live_rows(const Interval& iv) {
 
 // ----------------------------------------------------------------- summary
 
+namespace {
+
+std::string percentile_name(double q) {
+    return q >= 0.999 ? "p99.9" : "p99";
+}
+
+// --detail: where the tail comes from, per tail (TailSummary).
+std::string tail_text(const GroupSummary& g) {
+    if (g.tails.empty())
+        return fmt::format("  tail: {} commands, too few for a p99 tail (100 or more)\n", g.n);
+    std::string out;
+    for (const auto& t : g.tails) {
+        if (!t.n) {
+            out += fmt::format(
+                "  tail above {}: none; no command is more than a bin's width (3.1 %) above the "
+                "{} ({:.2f} us)\n",
+                percentile_name(t.q), percentile_name(t.q), t.quantile_us);
+            continue;
+        }
+        out += fmt::format(
+            "  tail above {}: the {} commands ({:.2f} %) at or above {:.2f} us ({} {:.2f}), "
+            "mean {:.2f} us against a median of {:.2f}; beyond each median:\n",
+            percentile_name(t.q), t.n, t.fraction * 100, t.threshold_us, percentile_name(t.q),
+            t.quantile_us, t.mean_us, t.p50_us);
+        size_t w = kNameWidth;
+        for (const auto* rows : {&t.stages, &t.components})
+            for (const auto& r : *rows)
+                w = std::max(w, r.name.size() + 1);
+        out += fmt::format("  {:<{}}{:>10}{:>11}{:>11}{:>7}   (us)\n", "stage, then component", w,
+                           "p50", "tail mean", "beyond", "share");
+        for (const auto* rows : {&t.stages, &t.components}) {
+            for (const auto& r : *rows)
+                out += fmt::format("  {:<{}}{:>10.2f}{:>11.2f}{:>+11.2f}{:>6.0f}%\n", r.name, w,
+                                   r.p50_us, r.tail_mean_us, r.beyond_us, r.share * 100);
+            if (rows == &t.stages && !t.components.empty())
+                out += "  --\n";
+        }
+    }
+    return out;
+}
+
+// --detail: the end to end per NVMe queue, the queue with the highest p99 marked.
+std::string queues_text(const GroupSummary& g) {
+    if (g.queues.empty())
+        return "";
+    std::string out = "  per queue: end to end (us)\n";
+    out += fmt::format("  {:<20}{:>9}{:>10}{:>10}\n", "queue", "n", "mean", "p99");
+    const QueueSummary* worst = nullptr;
+    for (const auto& q : g.queues)
+        if (!worst || q.p99_us > worst->p99_us)
+            worst = &q;
+    for (const auto& q : g.queues) {
+        std::string name =
+            q.cntlid ? fmt::format("cntlid {} q{}", q.cntlid, q.qid) : fmt::format("q{}", q.qid);
+        std::string line =
+            fmt::format("  {:<20}{:>9}{:>10.2f}{:>10.2f}{}", name, q.n, q.mean_us, q.p99_us,
+                        g.queues.size() > 1 && &q == worst ? "  highest p99" : "");
+        out += line + "\n";
+    }
+    return out;
+}
+
+}  // namespace
+
 std::string summary_text(const Summary& s, const AssemblyCounts& counts,
                          const ReportOptions& opts) {
     std::string out;
@@ -175,6 +239,8 @@ std::string summary_text(const Summary& s, const AssemblyCounts& counts,
                 out += fmt::format("  {:<{}}{:>9}{:>10.2f}{:>8.2f}{:>10.2f}{:>10.2f}\n", name, cw,
                                    c.n, c.mean_us, c.avg_qd, c.p50_us, c.p99_us);
             }
+            out += tail_text(g);
+            out += queues_text(g);
         }
         out += "\n";
     }
@@ -324,6 +390,35 @@ nlohmann::json summary_json(const Summary& s, const AssemblyCounts& counts,
                                         {"p99_us", c.p99_us},
                                         {"min_us", c.min_us},
                                         {"negative", c.negative}});
+        auto tail_rows = [](const std::vector<TailRow>& rows) {
+            json a = json::array();
+            for (const auto& r : rows)
+                a.push_back({{"name", r.name},
+                             {"id", r.id},
+                             {"p50_us", r.p50_us},
+                             {"tail_mean_us", r.tail_mean_us},
+                             {"beyond_us", r.beyond_us},
+                             {"share", r.share}});
+            return a;
+        };
+        jg["tails"] = json::array();
+        for (const auto& t : g.tails)
+            jg["tails"].push_back({{"quantile", t.q},
+                                   {"quantile_us", t.quantile_us},
+                                   {"threshold_us", t.threshold_us},
+                                   {"n", t.n},
+                                   {"fraction", t.fraction},
+                                   {"mean_us", t.mean_us},
+                                   {"p50_us", t.p50_us},
+                                   {"stages", tail_rows(t.stages)},
+                                   {"components", tail_rows(t.components)}});
+        jg["queues"] = json::array();
+        for (const auto& q : g.queues)
+            jg["queues"].push_back({{"cntlid", q.cntlid},
+                                    {"qid", q.qid},
+                                    {"n", q.n},
+                                    {"mean_us", q.mean_us},
+                                    {"p99_us", q.p99_us}});
         j["groups"].push_back(std::move(jg));
     }
     j["records"] = {{"host", counts.records_host},

@@ -328,6 +328,97 @@ TEST_F(StatsTest, DetailRowsFromTheTable) {
     EXPECT_DOUBLE_EQ(g.stages[1].mean_us, 2.0);
 }
 
+// 990 commands of ~120 us and 10 whose network and target took 2 ms more:
+// the p99 tail is the 10 slow ones, and its excess is the network's.
+TEST_F(StatsTest, TailIsAttributedToTheStageThatMadeIt) {
+    Stats st(devices, {.sample_n = 1});
+    std::mt19937_64 rng(7);
+    std::uniform_int_distribution<uint64_t> jitter(0, 4000);
+    std::vector<int64_t> e2e;
+    uint64_t t = 0;
+    for (int i = 0; i < 1000; i++) {
+        const bool slow = i % 100 == 50;
+        const uint64_t block = 2000 + jitter(rng), driver = 8000 + jitter(rng);
+        const uint64_t net = 100'000 + jitter(rng) + (slow ? 2'000'000 : 0), done = 3000;
+        st.add(host_cmd(t, block, driver, net, done));
+        e2e.push_back(static_cast<int64_t>(block + driver + net + done));
+        t += 3'000'000;
+    }
+    const GroupSummary g = st.summary().groups.at(0);
+    ASSERT_EQ(g.tails.size(), 2u);
+    const TailSummary& p99 = g.tails[0];
+    EXPECT_DOUBLE_EQ(p99.q, 0.99);
+    // exactly the commands at or above the threshold, and their mean
+    uint64_t n = 0;
+    double sum = 0;
+    for (int64_t v : e2e)
+        if (static_cast<double>(v) >= p99.threshold_us * 1e3) {
+            n++;
+            sum += static_cast<double>(v);
+        }
+    EXPECT_EQ(p99.n, n);
+    EXPECT_EQ(p99.n, 10u);  // the slow ones: the fast ones are 2 ms below them
+    EXPECT_NEAR(p99.mean_us, sum / static_cast<double>(n) / 1e3, 1e-6);
+    EXPECT_DOUBLE_EQ(p99.fraction, 0.01);
+    // the stages of the tail add up to its end to end; the network has the excess
+    double stages = 0, shares = 0;
+    for (const auto& r : p99.stages) {
+        stages += r.tail_mean_us;
+        shares += r.share;
+    }
+    EXPECT_NEAR(stages, p99.mean_us, 1e-6);
+    EXPECT_NEAR(shares, 1.0, 1e-9);
+    const auto net = std::find_if(p99.stages.begin(), p99.stages.end(),
+                                  [](const TailRow& r) { return r.id == "net_target.unrecorded"; });
+    ASSERT_NE(net, p99.stages.end());
+    EXPECT_GT(net->share, 0.99);
+    EXPECT_NEAR(net->beyond_us, 2000, 5);
+    ASSERT_EQ(p99.components.size(), 4u);
+    EXPECT_EQ(p99.components[2].id, "net_target.unrecorded");
+    EXPECT_GT(p99.components[2].share, 0.99);
+    // p99.9 of 1000: above the bin of the second slowest, so 0 or 1 command
+    EXPECT_LE(g.tails[1].n, 1u);
+    if (g.tails[1].n) {
+        EXPECT_GT(g.tails[1].threshold_us, p99.threshold_us);
+    }
+}
+
+TEST_F(StatsTest, TooFewCommandsForATail) {
+    Stats st(devices, {.sample_n = 1});
+    for (int i = 0; i < 99; i++)
+        st.add(host_cmd(i * 1'000'000ull, 1000, 2000, 50'000 + i * 100, 500));
+    EXPECT_TRUE(st.summary().groups.at(0).tails.empty());
+    st.add(host_cmd(200'000'000, 1000, 2000, 900'000, 500));
+    const GroupSummary g = st.summary().groups.at(0);
+    ASSERT_EQ(g.tails.size(), 1u);  // 100 commands: a p99 tail, not yet a p99.9
+    EXPECT_EQ(g.tails[0].n, 1u);
+    EXPECT_NEAR(g.tails[0].mean_us, 903.5, 1e-9);
+}
+
+TEST_F(StatsTest, PerQueueEndToEnd) {
+    Stats st(devices, {.sample_n = 1});
+    uint64_t t = 0;
+    for (int i = 0; i < 300; i++) {
+        Command c = host_cmd(t, 1000, 2000, i % 3 == 2 ? 400'000 : 50'000, 500);
+        c.qid = static_cast<uint16_t>(i % 3 + 1);
+        c.cntlid = 4;
+        st.add(c);
+        t += 1'000'000;
+    }
+    Command none = host_cmd(t, 1000, 2000, 50'000, 500);  // no queue id: in no queue's row
+    st.add(none);
+    const GroupSummary g = st.summary().groups.at(0);
+    ASSERT_EQ(g.queues.size(), 3u);
+    for (size_t i = 0; i < 3; i++) {
+        EXPECT_EQ(g.queues[i].cntlid, 4u);
+        EXPECT_EQ(g.queues[i].qid, i + 1);
+        EXPECT_EQ(g.queues[i].n, 100u);
+    }
+    EXPECT_DOUBLE_EQ(g.queues[0].mean_us, 53.5);
+    EXPECT_DOUBLE_EQ(g.queues[2].mean_us, 403.5);
+    EXPECT_NEAR(g.queues[2].p99_us, 403.5, 403.5 * CoarseHistogram::kMaxRelativeError);
+}
+
 TEST(SizeLabel, Units) {
     EXPECT_EQ(size_label(512), "512B");
     EXPECT_EQ(size_label(4096), "4KiB");

@@ -259,6 +259,13 @@ TEST(Report, EndToEndFromRecords) {
               "0.50\n"
               "  end to end                                 2000     62.50    0.62     62.50     "
               "62.50\n"
+              "  tail above p99: none; no command is more than a bin's width (3.1 %) above the "
+              "p99 (62.50 us)\n"
+              "  tail above p99.9: none; no command is more than a bin's width (3.1 %) above the "
+              "p99.9 (62.50 us)\n"
+              "  per queue: end to end (us)\n"
+              "  queue                       n      mean       p99\n"
+              "  q2                       2000     62.50     62.50\n"
               "\n"
               "records: 10000 host\n");
 
@@ -281,6 +288,68 @@ TEST(Report, EndToEndFromRecords) {
 
 // A stage or component name longer than the seed's column widens the column for its whole
 // table: the figures of every row stay under their headings.
+TEST(Report, DetailShowsTheTailAndTheQueues) {
+    GroupSummary g;
+    g.label = "read 4KiB nvme0n1";
+    g.n = 1000;
+    TailSummary t;
+    t.q = 0.99;
+    t.quantile_us = 2110.5;
+    t.threshold_us = 2048;
+    t.n = 10;
+    t.fraction = 0.01;
+    t.mean_us = 2120;
+    t.p50_us = 118;
+    t.stages = {{"host block layer", "host.block", 5, 5.5, 0.5, 0.00025},
+                {"network and target (not recorded)", "net_target.unrecorded", 102, 2101.5, 1999.5,
+                 0.99975}};
+    t.components = {
+        {"network and target (not recorded)", "net_target.unrecorded", 102, 2101.5, 1999.5, 1}};
+    g.tails = {t};
+    g.queues = {{4, 1, 500, 110.25, 150.5}, {4, 2, 500, 130.75, 2100}};
+    Summary s;
+    s.groups = {g};
+    ReportOptions opts;
+    opts.detail = true;
+    const std::string text = summary_text(s, AssemblyCounts{}, opts);
+    EXPECT_TRUE(has_line(text,
+                         "  tail above p99: the 10 commands (1.00 %) at or above 2048.00 us (p99 "
+                         "2110.50), mean 2120.00 us against a median of 118.00; beyond each "
+                         "median:"))
+        << text;
+    EXPECT_TRUE(has_line(text,
+                         "  network and target (not recorded)         102.00    2101.50   "
+                         "+1999.50   100%"))
+        << text;
+    EXPECT_TRUE(has_line(text, "  cntlid 4 q1               500    110.25    150.50")) << text;
+    EXPECT_TRUE(has_line(text, "  cntlid 4 q2               500    130.75   2100.00  highest p99"))
+        << text;
+    // without --detail, neither
+    opts.detail = false;
+    EXPECT_EQ(summary_text(s, AssemblyCounts{}, opts).find("tail above"), std::string::npos);
+    // the JSON carries the same figures
+    const nlohmann::json j = summary_json(s, AssemblyCounts{}, opts);
+    const auto& jt = j["groups"][0]["tails"][0];
+    EXPECT_EQ(jt["n"], 10);
+    EXPECT_DOUBLE_EQ(jt["threshold_us"].get<double>(), 2048);
+    EXPECT_EQ(jt["stages"][1]["id"], "net_target.unrecorded");
+    EXPECT_DOUBLE_EQ(jt["stages"][1]["beyond_us"].get<double>(), 1999.5);
+    EXPECT_EQ(j["groups"][0]["queues"][1]["qid"], 2);
+    EXPECT_DOUBLE_EQ(j["groups"][0]["queues"][1]["p99_us"].get<double>(), 2100);
+}
+
+TEST(Report, TooFewCommandsForATailIsSaid) {
+    GroupSummary g;
+    g.label = "read 4KiB nvme0n1";
+    g.n = 42;
+    Summary s;
+    s.groups = {g};
+    ReportOptions opts;
+    opts.detail = true;
+    EXPECT_TRUE(has_line(summary_text(s, AssemblyCounts{}, opts),
+                         "  tail: 42 commands, too few for a p99 tail (100 or more)"));
+}
+
 TEST(Report, LongNamesKeepTheColumnsAligned) {
     Summary s;
     s.duration_s = 1;
