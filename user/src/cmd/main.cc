@@ -1,6 +1,7 @@
 // nvmetrace: control the nvmetrace module and read what it records.
 //
-// Exit status: 0 success, 1 error (one line on stderr), 2 usage error.
+// Exit status: 0 success, 1 error (one line on stderr), 2 usage error;
+// compare --exit-code: 1 when something moved, 3 an error.
 #include "cmd/bench.h"
 #include "cmd/compare.h"
 #include "cmd/dmacost.h"
@@ -82,6 +83,22 @@ int cmd_dmacost(bool json, const std::string& dev_arg, uint32_t iters) {
     else
         fmt::print("{}", dmacost_text(cost, dev.name));
     return 0;
+}
+
+// compare's runs: two recordings, or each run's with --a and --b.
+int run_compare_command(CompareOptions& cmp, const std::vector<std::string>& runs,
+                        double min_change_pct, double min_share_pct) {
+    if (!runs.empty()) {
+        if (runs.size() != 2 || !cmp.a.empty() || !cmp.b.empty())
+            throw Error(
+                "compare: give two recordings (compare A.ntr B.ntr), or each run's "
+                "recordings with --a and --b (compare --a H.ntr T.ntr --b H2.ntr T2.ntr)");
+        cmp.a = {runs[0]};
+        cmp.b = {runs[1]};
+    }
+    cmp.rule.min_change = min_change_pct / 100;
+    cmp.rule.min_share = min_share_pct / 100;
+    return run_compare(cmp);
 }
 
 int run(int argc, char** argv) {
@@ -183,6 +200,8 @@ int run(int argc, char** argv) {
     compare->add_option("--a", cmp.a, "Recordings of run A (e.g. its host's and target's)");
     compare->add_option("--b", cmp.b, "Recordings of run B");
     compare->add_flag("--json", cmp.json, "JSON instead of text");
+    compare->add_flag("--exit-code", cmp.exit_code,
+                      "Exit 1 when a stage or end to end moved, 0 when nothing did (errors: 3)");
     compare->add_option("--confidence", cmp.rule.confidence,
                         "Two-sided confidence that a difference of means is not noise (0.999)");
     compare->add_option("--min-change", min_change_pct,
@@ -278,17 +297,16 @@ int run(int argc, char** argv) {
         return run_script(scr);
     }
     if (compare->parsed()) {
-        if (!cmp_runs.empty()) {
-            if (cmp_runs.size() != 2 || !cmp.a.empty() || !cmp.b.empty())
-                throw Error(
-                    "compare: give two recordings (compare A.ntr B.ntr), or each run's "
-                    "recordings with --a and --b (compare --a H.ntr T.ntr --b H2.ntr T2.ntr)");
-            cmp.a = {cmp_runs[0]};
-            cmp.b = {cmp_runs[1]};
+        if (cmp.exit_code) {
+            // 1 means "moved" here: an error must not look like it
+            try {
+                return run_compare_command(cmp, cmp_runs, min_change_pct, min_share_pct);
+            } catch (const std::exception& e) {
+                fmt::print(stderr, "nvmetrace: {}\n", e.what());
+                return kCompareError;
+            }
         }
-        cmp.rule.min_change = min_change_pct / 100;
-        cmp.rule.min_share = min_share_pct / 100;
-        return run_compare(cmp);
+        return run_compare_command(cmp, cmp_runs, min_change_pct, min_share_pct);
     }
     if (bench->parsed())
         return run_bench(bo);

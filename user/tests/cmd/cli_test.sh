@@ -1,6 +1,7 @@
 #!/bin/sh
 # The command line's contract: exit 0 on success, 1 with one line on stderr on
-# error, 2 on a usage error.  Works with and without the module loaded.
+# error, 2 on a usage error (compare --exit-code: 1 moved, 3 error).  Works with
+# and without the module loaded.
 #   cli_test.sh path/to/nvmetrace expected-version
 set -u
 nvmetrace=$1
@@ -57,6 +58,11 @@ run 1 compare a.ntr b.ntr --a c.ntr && one_error_line compare a.ntr b.ntr --a c.
 grep -q 'give two recordings' "$tmp/err" || { echo "FAIL: compare mixed: $(cat "$tmp/err")"; fail=1; }
 run 1 compare "$tmp/none-a.ntr" "$tmp/none-b.ntr" && one_error_line compare missing files
 run 1 compare --confidence 2 --a x --b y && one_error_line compare --confidence 2
+# compare --exit-code: 1 means "moved", so errors are 3 and usage errors stay 2
+run 3 compare --exit-code "$tmp/none-a.ntr" "$tmp/none-b.ntr" && one_error_line compare --exit-code missing
+run 3 compare --exit-code && one_error_line compare --exit-code
+run 3 compare --exit-code --confidence 2 --a x --b y && one_error_line compare --exit-code --confidence 2
+run 2 compare --exit-code --no-such-option && one_error_line compare --exit-code --no-such-option
 
 if [ -e /sys/module/nvmetrace ]; then
 	run 0 status && grep -q '^state ' "$tmp/out" || { echo "FAIL: status table"; fail=1; }
