@@ -125,7 +125,10 @@ int run(int argc, char** argv) {
         ->check(CLI::NonNegativeNumber);
     record->add_option("-i,--interval", rec.interval_s, "Print a live line every SECS")
         ->check(CLI::NonNegativeNumber);
-    record->add_option("-o,--output", rec.output, "Recording file")->required();
+    record->add_option("-o,--output", rec.output,
+                       fmt::format("Recording file (default {}; a file there is first moved to "
+                                   "FILE.old)",
+                                   kDefaultRecordOutput));
     record->add_option("--zstd", rec.zstd_level,
                        "zstd level of the records: 1..19, negative for zstd's fast levels, 0 "
                        "stored raw (default: 0 at -s 1, where CPU matters more than size; else 1)");

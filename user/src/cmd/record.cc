@@ -220,12 +220,50 @@ RecordingWriterOptions recorder_writer_options(uint32_t sample, std::optional<in
     return wopts;
 }
 
+void check_record_output(const std::string& output) {
+    const std::string path = output.empty() ? kDefaultRecordOutput : output;
+    std::error_code ec;
+    if (std::filesystem::is_directory(path, ec))
+        throw Error(fmt::format("-o {}: a folder; name a file in it (-o {}/{})", path, path,
+                                kDefaultRecordOutput));
+}
+
+RecordOutput prepare_record_output(const std::string& output) {
+    namespace fs = std::filesystem;
+    RecordOutput out;
+    out.path = output.empty() ? kDefaultRecordOutput : output;
+    std::error_code ec;
+    const fs::file_status st = fs::status(out.path, ec);
+    check_record_output(out.path);
+    if (!fs::is_regular_file(st))
+        return out;  // none yet, or a device or FIFO written as it is
+    out.kept_as = out.path + ".old";
+    out.replaced = fs::exists(fs::symlink_status(out.kept_as, ec));
+    if (fs::is_directory(fs::symlink_status(out.kept_as, ec)))
+        throw Error(
+            fmt::format("{} exists and {} is a folder: move one of them, or name "
+                        "another file with -o",
+                        out.path, out.kept_as));
+    if (std::rename(out.path.c_str(), out.kept_as.c_str()) != 0)
+        throw errno_error(fmt::format("{} exists and cannot be kept as {} (name another file "
+                                      "with -o)",
+                                      out.path, out.kept_as),
+                          errno);
+    return out;
+}
+
+std::string record_output_note(const RecordOutput& out) {
+    if (out.kept_as.empty())
+        return "";
+    return fmt::format("nvmetrace: {} exists: moved to {}{}", out.path, out.kept_as,
+                       out.replaced ? " (replacing the older one)" : "");
+}
+
 int run_record(const RecordOptions& opts) {
     const uint32_t role = roles_mask(opts.roles);
     if (opts.sample == 0)
         throw Error("-s 0: sample 1 of N commands, N >= 1");
-    if (opts.output.empty())
-        throw Error("no output file: -o FILE");
+    check_record_output(opts.output);
     if (!opts.transport.empty() && opts.transport != "tcp" && opts.transport != "rdma")
         throw Error(fmt::format("-t {}: the transport is tcp or rdma", opts.transport));
     if (opts.zstd_level &&
@@ -318,7 +356,10 @@ int run_record(const RecordOptions& opts) {
     meta.devices = devices_to_json(host_ns, target_ns);
 
     const RecordingWriterOptions wopts = recorder_writer_options(opts.sample, opts.zstd_level);
-    RecordingWriter writer = RecordingWriter::open(opts.output, wopts);
+    const RecordOutput output = prepare_record_output(opts.output);
+    if (const std::string note = record_output_note(output); !note.empty())
+        fmt::print(stderr, "{}\n", note);
+    RecordingWriter writer = RecordingWriter::open(output.path, wopts);
     writer.write_meta(meta);
 
     DeviceTable table;
@@ -427,7 +468,7 @@ int run_record(const RecordOptions& opts) {
             summary_assembler = &*file_assembler;
         }
         writer.flush();
-        RecordingReader back = RecordingReader::open(opts.output);
+        RecordingReader back = RecordingReader::open(output.path);
         back.for_each([&](std::span<const nvmetrace_rec> recs) {
             for (const auto& r : recs)
                 summary_assembler->push(r);
@@ -447,7 +488,7 @@ int run_record(const RecordOptions& opts) {
 
     const Summary summary = summary_stats->summary(t_end - t0);
     fmt::print("nvmetrace: {} commands ({} records) written to {}\n\n", counts.complete,
-               writer.records_written(), opts.output);
+               writer.records_written(), output.path);
     ReportOptions ro;
     ro.detail = opts.detail;
     ro.lost_host = role & NVMETRACE_ROLE_HOST ? trailer.lost : 0;

@@ -27,7 +27,7 @@ struct RecordOptions {
     double duration_s = 0;             // 0: until Ctrl-C
     double interval_s = 0;             // live lines; 0: none
     std::optional<int> zstd_level;     // --zstd; default: recorder_writer_options()
-    std::string output;                // recording file
+    std::string output;                // recording file; "": kDefaultRecordOutput
     std::vector<std::string> devices;  // host namespaces; empty: all fabrics namespaces
     bool detail = false;               // component table in the summary
     std::string device_node = "/dev/nvmetrace";
@@ -35,6 +35,25 @@ struct RecordOptions {
 };
 
 int run_record(const RecordOptions& opts);
+
+// The recording's name when -o is not given: in the current folder, as
+// perf record's perf.data.
+inline constexpr const char* kDefaultRecordOutput = "nvmetrace.ntr";
+
+// Where a recording goes, and where the file that was there went.
+struct RecordOutput {
+    std::string path;       // the file to write
+    std::string kept_as;    // path + ".old" when a file was there; else ""
+    bool replaced = false;  // kept_as replaced an older .old
+};
+// Picks the file (`output`, or kDefaultRecordOutput when empty) and moves a
+// regular file of that name out of the way to NAME.old (an older NAME.old
+// is replaced), as perf record does with perf.data: a recording is never
+// overwritten by the next one.  Throws Error when `output` is a folder or the
+// rename fails.
+RecordOutput prepare_record_output(const std::string& output);
+// Throws the Error prepare_record_output() would for a folder, moving nothing.
+void check_record_output(const std::string& output);
 
 struct RecordingWriterOptions;
 // How `record` writes its file when sampling 1 of `sample` commands, with
