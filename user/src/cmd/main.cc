@@ -112,6 +112,9 @@ int run(int argc, char** argv) {
 
     RecordOptions rec;
     rec.command_line.assign(argv, argv + argc);
+    // record [options] -- CMD ARGS: CLI11 sees what comes before the "--"
+    bool rec_separator = false;
+    const int parse_argc = split_record_command(argc, argv, rec.command, rec_separator);
     CLI::App* record = app.add_subcommand("record", "Record sampled commands into a file");
     record->add_option("-r,--role", rec.roles, "host and/or target (-r host -r target for both)")
         ->required()
@@ -121,7 +124,10 @@ int run(int argc, char** argv) {
     record->add_option("-s,--sample", rec.sample, "Record 1 of N commands (default 1: all)")
         ->check(CLI::PositiveNumber);
     record->add_option("--seed", rec.seed, "Sampling hash seed (both sides must use the same)");
-    record->add_option("-d,--duration", rec.duration_s, "Seconds to record (default: until Ctrl-C)")
+    record
+        ->add_option(
+            "-d,--duration", rec.duration_s,
+            "Seconds to record (default: until Ctrl-C; with -- CMD: until CMD exits, at most this)")
         ->check(CLI::NonNegativeNumber);
     record->add_option("-i,--interval", rec.interval_s, "Print a live line every SECS")
         ->check(CLI::NonNegativeNumber);
@@ -257,7 +263,7 @@ int run(int argc, char** argv) {
     bench->add_flag("--json", bo.json, "Print the cells as JSON instead of text");
 
     try {
-        app.parse(argc, argv);
+        app.parse(parse_argc, argv);
     } catch (const CLI::CallForHelp& e) {
         return app.exit(e);
     } catch (const CLI::CallForAllHelp& e) {
@@ -277,8 +283,15 @@ int run(int argc, char** argv) {
 
     if (status->parsed())
         return cmd_status(json);
-    if (record->parsed())
+    if (record->parsed()) {
+        if (rec_separator && rec.command.empty()) {
+            fmt::print(stderr,
+                       "nvmetrace: record: no command after --: give the workload to record "
+                       "while it runs (record -r host -- fio job.fio)\n");
+            return kExitUsage;
+        }
         return run_record(rec);
+    }
     if (probe->parsed())
         return run_probe(probe_opts);
     if (pool->parsed())

@@ -64,6 +64,31 @@ run 3 compare --exit-code && one_error_line compare --exit-code
 run 3 compare --exit-code --confidence 2 --a x --b y && one_error_line compare --exit-code --confidence 2
 run 2 compare --exit-code --no-such-option && one_error_line compare --exit-code --no-such-option
 
+# record -- CMD: a command that cannot run is said before anything starts,
+# and leaves no recording (nor moves an earlier one)
+run 1 record -r host -o "$tmp/x.ntr" -- "$tmp/no-such-program" --its-option &&
+	one_error_line record -- missing program
+grep -q "cannot run $tmp/no-such-program: no such file" "$tmp/err" ||
+	{ echo "FAIL: record -- missing program: $(cat "$tmp/err")"; fail=1; }
+[ -e "$tmp/x.ntr" ] && { echo "FAIL: record -- missing program left $tmp/x.ntr"; fail=1; }
+echo data >"$tmp/not-a-program"
+echo earlier >"$tmp/nvmetrace.ntr"
+(cd "$tmp" && "$nvmetrace" record -r host -- ./not-a-program >out 2>err)
+got=$?
+if [ "$got" != 1 ] || ! grep -q 'not executable' "$tmp/err" || [ -e "$tmp/nvmetrace.ntr.old" ] ||
+	[ "$(cat "$tmp/nvmetrace.ntr")" != earlier ]; then
+	echo "FAIL: record -- not executable: exit $got, $(cat "$tmp/err")"
+	fail=1
+fi
+run 1 record -r host -- no-such-program-nvmetrace && one_error_line record -- not in PATH
+grep -q 'not found in PATH' "$tmp/err" || { echo "FAIL: record -- not in PATH: $(cat "$tmp/err")"; fail=1; }
+run 2 record -r host -- && one_error_line record -r host --
+grep -q 'no command after --' "$tmp/err" || { echo "FAIL: record --: $(cat "$tmp/err")"; fail=1; }
+# record's output: a folder is refused before anything moves
+mkdir "$tmp/dir"
+run 1 record -r host -o "$tmp/dir" && one_error_line record -o folder
+grep -q 'a folder; name a file in it' "$tmp/err" || { echo "FAIL: record -o folder: $(cat "$tmp/err")"; fail=1; }
+
 if [ -e /sys/module/nvmetrace ]; then
 	run 0 status && grep -q '^state ' "$tmp/out" || { echo "FAIL: status table"; fail=1; }
 	run 0 status --json && grep -q '"state"' "$tmp/out" || { echo "FAIL: status --json"; fail=1; }

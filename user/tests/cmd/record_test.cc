@@ -409,6 +409,57 @@ TEST_F(InTempDir, ADeviceIsWrittenAsItIs) {
     EXPECT_TRUE(std::filesystem::exists("/dev/null"));
 }
 
+// record [options] -- CMD ARGS: what follows the first "--" is the command,
+// options included; other subcommands' "--" is left to the parser.
+struct Argv {
+    std::vector<std::string> words;
+    std::vector<char*> ptrs;
+    explicit Argv(std::vector<std::string> w) : words(std::move(w)) {
+        for (auto& x : words)
+            ptrs.push_back(x.data());
+        ptrs.push_back(nullptr);
+    }
+    int argc() const { return static_cast<int>(words.size()); }
+};
+
+TEST(SplitRecordCommand, EverythingAfterTheSeparatorIsTheCommand) {
+    Argv a({"nvmetrace", "record", "-r", "host", "-d", "30", "--", "fio", "--name=x", "-o", "y",
+            "--", "z"});
+    std::vector<std::string> cmd;
+    bool sep = false;
+    EXPECT_EQ(split_record_command(a.argc(), a.ptrs.data(), cmd, sep), 6);
+    EXPECT_TRUE(sep);
+    EXPECT_EQ(cmd, (std::vector<std::string>{"fio", "--name=x", "-o", "y", "--", "z"}));
+}
+
+TEST(SplitRecordCommand, NoSeparatorNoCommand) {
+    Argv a({"nvmetrace", "record", "-r", "host", "-o", "h.ntr"});
+    std::vector<std::string> cmd{"left over"};
+    bool sep = true;
+    EXPECT_EQ(split_record_command(a.argc(), a.ptrs.data(), cmd, sep), a.argc());
+    EXPECT_FALSE(sep);
+    EXPECT_TRUE(cmd.empty());
+}
+
+TEST(SplitRecordCommand, SeparatorWithNothingAfterIt) {
+    Argv a({"nvmetrace", "record", "-r", "host", "--"});
+    std::vector<std::string> cmd;
+    bool sep = false;
+    EXPECT_EQ(split_record_command(a.argc(), a.ptrs.data(), cmd, sep), 4);
+    EXPECT_TRUE(sep);
+    EXPECT_TRUE(cmd.empty());
+}
+
+TEST(SplitRecordCommand, OtherSubcommandsKeepTheirSeparator) {
+    Argv a({"nvmetrace", "report", "--", "-odd.ntr"});
+    std::vector<std::string> cmd;
+    bool sep = false;
+    EXPECT_EQ(split_record_command(a.argc(), a.ptrs.data(), cmd, sep), a.argc());
+    EXPECT_FALSE(sep);
+    Argv b({"nvmetrace", "--help"});
+    EXPECT_EQ(split_record_command(b.argc(), b.ptrs.data(), cmd, sep), b.argc());
+}
+
 TEST(TransportModule, ByTheHooksName) {
     EXPECT_EQ(transport_module("nvme_rdma_recv_done"), "nvme_rdma");
     EXPECT_EQ(transport_module("nvmet_rdma_send_done"), "nvmet_rdma");
