@@ -226,13 +226,13 @@ int run(int argc, char** argv) {
         "bench", "I/O benchmark through the block device (O_DIRECT) or NVMe passthrough (/dev/ng)");
     bench->add_option("device", bo.device, "/dev/nvmeXnY (block path) or /dev/ngXnY (passthrough)")
         ->required();
-    bench->add_option("-p,--pattern", bo.pattern, "randread, randwrite, read or write")
+    bench->add_option("-p,--pattern,--rw", bo.pattern, "randread, randwrite, read or write")
         ->capture_default_str();
-    bench->add_option("-b,--size", bo.size, "I/O size (512, 4k, 2m)")->capture_default_str();
-    bench->add_option("-q,--qd", bo.qd, "Queue depth per thread")->capture_default_str();
-    bench->add_option("-j,--threads", bo.threads, "Threads, one io_uring each")
+    bench->add_option("-b,--size,--bs", bo.size, "I/O size (512, 4k, 2m)")->capture_default_str();
+    bench->add_option("-q,--qd,--iodepth", bo.qd, "Queue depth per thread")->capture_default_str();
+    bench->add_option("-j,--threads,--numjobs", bo.threads, "Threads, one io_uring each")
         ->capture_default_str();
-    bench->add_option("-d,--duration", bo.duration_s, "Measured seconds per cell")
+    bench->add_option("-d,--duration,--runtime", bo.duration_s, "Measured seconds per cell")
         ->capture_default_str()
         ->check(CLI::NonNegativeNumber);
     bench->add_option("-n,--ios", bo.ios, "Measure this many I/Os instead of a duration");

@@ -89,6 +89,15 @@ mkdir "$tmp/dir"
 run 1 record -r host -o "$tmp/dir" && one_error_line record -o folder
 grep -q 'a folder; name a file in it' "$tmp/err" || { echo "FAIL: record -o folder: $(cat "$tmp/err")"; fail=1; }
 
+# bench takes fio's option names beside its own: parsed (the device is what fails)
+run 1 bench /dev/nvmetrace-none --rw randread --bs 4k --iodepth 2 --numjobs 1 --runtime 1 &&
+	one_error_line bench fio-named options
+grep -q 'no such device' "$tmp/err" || { echo "FAIL: bench fio names: $(cat "$tmp/err")"; fail=1; }
+run 0 bench --help
+for o in --bs --iodepth --numjobs --runtime --rw -b -q -j -d -p; do
+	grep -q -- "$o" "$tmp/out" || { echo "FAIL: bench --help does not name $o"; fail=1; }
+done
+
 if [ -e /sys/module/nvmetrace ]; then
 	run 0 status && grep -q '^state ' "$tmp/out" || { echo "FAIL: status table"; fail=1; }
 	run 0 status --json && grep -q '"state"' "$tmp/out" || { echo "FAIL: status --json"; fail=1; }
