@@ -66,8 +66,8 @@ wait_for 5 bash -c "'$NVMETRACE_BIN' status --json | jq -e '.state == \"idle\"' 
 # without -o the recording is nvmetrace.ntr in the current folder
 (cd "$RESULTS" && "$NVMETRACE_BIN" record -r host -s 1 -- fio --name=cmd --output-format=json \
 	--output="$RESULTS/cmd.json" --filename="/dev/$dev" --ioengine=libaio --direct=1 \
-	--rw=randread --bs=4k --iodepth=1 --time_based --runtime=2) >"$RESULTS/cmd.out" 2>&1
-rc=$?
+	--rw=randread --bs=4k --iodepth=1 --time_based --runtime=2) >"$RESULTS/cmd.out" 2>&1 &&
+	rc=0 || rc=$?
 cat "$RESULTS/cmd.out"
 [ "$rc" = 0 ] || fail "record -- fio exited $rc, fio 0"
 fio_check cmd
@@ -80,8 +80,8 @@ ios=$(fio_ios cmd)
 # the recording spans fio's whole life: every I/O of it is there
 [ "$n" = "$ios" ] || fail "record -- fio has $n commands, fio did $ios I/Os"
 # a command's failure is record's status; the first recording is kept as .old
-(cd "$RESULTS" && "$NVMETRACE_BIN" record -r host -- sh -c 'exit 3') >"$RESULTS/cmd3.out" 2>&1
-rc=$?
+(cd "$RESULTS" && "$NVMETRACE_BIN" record -r host -- sh -c 'exit 3') >"$RESULTS/cmd3.out" 2>&1 &&
+	rc=0 || rc=$?
 [ "$rc" = 3 ] || { cat "$RESULTS/cmd3.out"; fail "record -- sh -c 'exit 3' exited $rc"; }
 grep -q 'nvmetrace.ntr exists: moved to nvmetrace.ntr.old' "$RESULTS/cmd3.out" ||
 	fail "record did not say it kept the earlier recording: $(cat "$RESULTS/cmd3.out")"
@@ -90,8 +90,8 @@ grep -q 'nvmetrace.ntr exists: moved to nvmetrace.ntr.old' "$RESULTS/cmd3.out" |
 	fail "nvmetrace.ntr.old is not the fio recording"
 # -d bounds the command: it gets SIGTERM, record exits 128 + 15
 start=$(date +%s)
-"$NVMETRACE_BIN" record -r host -d 1 -o "$RESULTS/bounded.ntr" -- sleep 60 >"$RESULTS/bounded.out" 2>&1
-rc=$?
+"$NVMETRACE_BIN" record -r host -d 1 -o "$RESULTS/bounded.ntr" -- sleep 60 >"$RESULTS/bounded.out" 2>&1 &&
+	rc=0 || rc=$?
 [ "$rc" = 143 ] || { cat "$RESULTS/bounded.out"; fail "record -d 1 -- sleep 60 exited $rc, not 143"; }
 [ $(($(date +%s) - start)) -lt 50 ] || fail "record -d 1 -- sleep 60 waited for sleep"
 grep -q 'sending SIGTERM to sleep' "$RESULTS/bounded.out" || fail "record -d did not say it ended sleep"

@@ -105,9 +105,15 @@ int run(int argc, char** argv) {
     CLI::App app{"Per-command NVMe latency tracing (host and target)", "nvmetrace"};
     app.set_version_flag("--version", version_text);
     app.require_subcommand(1);
+    app.footer(
+        "Examples:\n  nvmetrace record -r host -- fio job.fio\n  nvmetrace report "
+        "nvmetrace.ntr\n  nvmetrace compare before.ntr after.ntr\n\nExit status: 0 success, 1 "
+        "error (one line on stderr), 2 usage error.\nnvmetrace COMMAND --help shows a command's "
+        "options.");
 
     bool json = false;
     CLI::App* status = app.add_subcommand("status", "Show the module's version, state and rings");
+    status->footer("Examples:\n  nvmetrace status\n  nvmetrace status --json | jq .state");
     status->add_flag("--json", json, "Print one JSON object instead of a table");
 
     RecordOptions rec;
@@ -116,6 +122,11 @@ int run(int argc, char** argv) {
     bool rec_separator = false;
     const int parse_argc = split_record_command(argc, argv, rec.command, rec_separator);
     CLI::App* record = app.add_subcommand("record", "Record sampled commands into a file");
+    record->footer(
+        "Examples:\n  nvmetrace record -r host -- fio job.fio       # while fio runs, into "
+        "nvmetrace.ntr\n  nvmetrace record -r host -r target -d 20 -o all.ntr\n  nvmetrace record "
+        "-r host -s 100 -i 1           # 1 of 100 commands, a live line a second\n\nWith -- CMD "
+        "ARGS the exit status is CMD's (128 + signal); else 0, 1 error, 2 usage error.");
     record->add_option("-r,--role", rec.roles, "host and/or target (-r host -r target for both)")
         ->required()
         ->check(CLI::IsMember({"host", "target"}));
@@ -144,6 +155,8 @@ int run(int argc, char** argv) {
 
     ProbeOptions probe_opts;
     CLI::App* probe = app.add_subcommand("probe", "Which hooks can attach on this kernel");
+    probe->footer(
+        "Examples:\n  nvmetrace probe -r host -r target\n  nvmetrace probe -r host -t rdma");
     probe->add_option("-r,--role", probe_opts.roles, "host and/or target")
         ->required()
         ->check(CLI::IsMember({"host", "target"}));
@@ -154,6 +167,7 @@ int run(int argc, char** argv) {
     std::string pool_dev;
     CLI::App* pool = app.add_subcommand(
         "pool", "Show the module's premapped-buffer test pool and the kernel's blk_iobuf pool");
+    pool->footer("Examples:\n  nvmetrace pool\n  nvmetrace pool --json --dev nvme0n1");
     pool->add_flag("--json", pool_json_out, "Print one JSON object");
     pool->add_option("--dev", pool_dev,
                      "Block device whose queue's blk_iobuf pool to show (kernels that have one)");
@@ -163,6 +177,8 @@ int run(int argc, char** argv) {
     uint32_t dma_iters = 0;
     CLI::App* dmacost = app.add_subcommand(
         "dmacost", "DMA map+unmap cost per I/O size on a block device's DMA device");
+    dmacost->footer(
+        "Examples:\n  nvmetrace dmacost nvme0n1\n  nvmetrace dmacost -n 64 --json /dev/nvme0n1");
     dmacost->add_option("device", dma_dev, "Block device: /dev/nvme0n1, nvme0n1 or MAJ:MIN")
         ->required();
     dmacost
@@ -174,9 +190,13 @@ int run(int argc, char** argv) {
 
     CLI::App* stop =
         app.add_subcommand("stop", "Stop a recording (one whose recorder is gone stops by itself)");
+    stop->footer("Examples:\n  nvmetrace stop");
 
     ReportCommandOptions rep;
     CLI::App* report = app.add_subcommand("report", "Where the recorded commands spent their time");
+    report->footer(
+        "Examples:\n  nvmetrace report nvmetrace.ntr\n  nvmetrace report --detail host.ntr "
+        "target.ntr\n  nvmetrace report --json host.ntr | jq .");
     report->add_option("files", rep.files, "Recordings")->required();
     report->add_flag("--detail", rep.detail, "Every component in path order, with p50/p99");
     report->add_flag("--json", rep.json, "JSON instead of text");
@@ -189,6 +209,9 @@ int run(int argc, char** argv) {
     double scr_from = 0, scr_to = 0;
     CLI::App* script = app.add_subcommand(
         "script", "Every record, one line each in time order (as perf script, blkparse)");
+    script->footer(
+        "Examples:\n  nvmetrace script nvmetrace.ntr\n  nvmetrace script -e "
+        "nvme_setup,nvme_complete -d nvme0n1 --from 2 --to 3 --json h.ntr");
     script->add_option("files", scr.files, "Recordings")->required();
     script->add_option("-e,--event", scr.events, "Only these events (bio_queue,nvme_setup,...)")
         ->delimiter(',');
@@ -205,6 +228,11 @@ int run(int argc, char** argv) {
     double min_change_pct = cmp.rule.min_change * 100, min_share_pct = cmp.rule.min_share * 100;
     CLI::App* compare = app.add_subcommand(
         "compare", "Two runs side by side: per group and stage, A, B, delta, ratio, what moved");
+    compare->footer(
+        "Examples:\n  nvmetrace compare before.ntr after.ntr\n  nvmetrace compare --a h.ntr t.ntr "
+        "--b h2.ntr t2.ntr --json\n  nvmetrace compare --exit-code base.ntr new.ntr || echo "
+        "moved\n\nExit status: 0 success, 1 error, 2 usage error; with --exit-code 0 nothing "
+        "moved,\n1 a stage or end to end moved, 2 usage error, 3 error.");
     compare->add_option("runs", cmp_runs, "A.ntr B.ntr: one recording per run");
     compare->add_option("--a", cmp.a, "Recordings of run A (e.g. its host's and target's)");
     compare->add_option("--b", cmp.b, "Recordings of run B");
@@ -224,6 +252,9 @@ int run(int argc, char** argv) {
     bo.buf.clear();  // malloc, or pool for --premap-proof
     CLI::App* bench = app.add_subcommand(
         "bench", "I/O benchmark through the block device (O_DIRECT) or NVMe passthrough (/dev/ng)");
+    bench->footer(
+        "Examples:\n  nvmetrace bench /dev/ng0n1 --rw randread --bs 4k --iodepth 32 --runtime 10\n "
+        " nvmetrace bench /dev/nvme0n1 --profile kv -o kv.csv --record");
     bench->add_option("device", bo.device, "/dev/nvmeXnY (block path) or /dev/ngXnY (passthrough)")
         ->required();
     bench->add_option("-p,--pattern,--rw", bo.pattern, "randread, randwrite, read or write")
