@@ -22,7 +22,8 @@
 #                     (tests/fuzz-check; make check runs 3000 mutants from a fixed seed)
 #   make bench-join   join speed: report of 10 M synthetic host + target commands, one
 #                     core (commands/s, records/s, peak memory)
-#   make install      install the tool and the module (into the running kernel's tree)
+#   make install      install the tool, its man pages ($(PREFIX)/share/man/man1) and the
+#                     module (into the running kernel's tree)
 #   make dkms-install register the module with DKMS
 #   make clean
 
@@ -87,6 +88,9 @@ fuzz:
 
 install: tool
 	install -D -m 0755 $(BUILD)/user/nvmetrace $(DESTDIR)$(PREFIX)/bin/nvmetrace
+	cmake --build $(BUILD)/user --target man
+	install -d $(DESTDIR)$(PREFIX)/share/man/man1
+	install -m 0644 $(BUILD)/user/man/*.1 $(DESTDIR)$(PREFIX)/share/man/man1/
 	$(MAKE) -C $(KDIR) M=$(CURDIR)/kmod modules_install
 
 dkms-install:

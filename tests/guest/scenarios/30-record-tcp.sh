@@ -2,8 +2,9 @@
 # 30-record-tcp: record host and target of an nvme-tcp loopback run with fio, then report:
 # live lines and a summary; the sampled commands match fio's I/O count; a recording killed
 # with SIGKILL mid-run still reports what it holds and says where the file ended; script prints
-# every record of the recording once.
-# lane-timeout: 180
+# every record of the recording once; record -- fio records for fio's lifetime and exits
+# with its status, keeps the previous nvmetrace.ntr as .old, and ends a command at -d.
+# lane-timeout: 240
 . "$NVMETRACE_SRC/tests/guest/lib.sh"
 need_ko
 need_bin
@@ -60,6 +61,40 @@ grep -q 'commands sampled' "$RESULTS/killed.report" || fail "report of the kille
 # the recording belonged to the killed recorder's netlink socket: the module stopped it
 wait_for 5 bash -c "'$NVMETRACE_BIN' status --json | jq -e '.state == \"idle\"' >/dev/null" ||
 	fail "the module still records after its recorder was killed"
+
+# record -- fio: starts recording, runs fio, stops when it exits, exits with its status;
+# without -o the recording is nvmetrace.ntr in the current folder
+(cd "$RESULTS" && "$NVMETRACE_BIN" record -r host -s 1 -- fio --name=cmd --output-format=json \
+	--output="$RESULTS/cmd.json" --filename="/dev/$dev" --ioengine=libaio --direct=1 \
+	--rw=randread --bs=4k --iodepth=1 --time_based --runtime=2) >"$RESULTS/cmd.out" 2>&1 &&
+	rc=0 || rc=$?
+cat "$RESULTS/cmd.out"
+[ "$rc" = 0 ] || fail "record -- fio exited $rc, fio 0"
+fio_check cmd
+[ -s "$RESULTS/nvmetrace.ntr" ] || fail "record -- fio left no nvmetrace.ntr"
+"$NVMETRACE_BIN" report --json "$RESULTS/nvmetrace.ntr" >"$RESULTS/cmd-report.json" ||
+	fail "report of record -- fio failed"
+n=$(jq '[.[0].groups[] | select(.device | startswith("nvme")) | .n] | add // 0' "$RESULTS/cmd-report.json")
+ios=$(fio_ios cmd)
+[ "$n" -gt 0 ] || fail "record -- fio recorded no command"
+# the recording spans fio's whole life: every I/O of it is there
+[ "$n" = "$ios" ] || fail "record -- fio has $n commands, fio did $ios I/Os"
+# a command's failure is record's status; the first recording is kept as .old
+(cd "$RESULTS" && "$NVMETRACE_BIN" record -r host -- sh -c 'exit 3') >"$RESULTS/cmd3.out" 2>&1 &&
+	rc=0 || rc=$?
+[ "$rc" = 3 ] || { cat "$RESULTS/cmd3.out"; fail "record -- sh -c 'exit 3' exited $rc"; }
+grep -q 'nvmetrace.ntr exists: moved to nvmetrace.ntr.old' "$RESULTS/cmd3.out" ||
+	fail "record did not say it kept the earlier recording: $(cat "$RESULTS/cmd3.out")"
+[ "$("$NVMETRACE_BIN" report --json "$RESULTS/nvmetrace.ntr.old" |
+		jq '[.[0].groups[] | select(.device | startswith("nvme")) | .n] | add // 0')" = "$n" ] ||
+	fail "nvmetrace.ntr.old is not the fio recording"
+# -d bounds the command: it gets SIGTERM, record exits 128 + 15
+start=$(date +%s)
+"$NVMETRACE_BIN" record -r host -d 1 -o "$RESULTS/bounded.ntr" -- sleep 60 >"$RESULTS/bounded.out" 2>&1 &&
+	rc=0 || rc=$?
+[ "$rc" = 143 ] || { cat "$RESULTS/bounded.out"; fail "record -d 1 -- sleep 60 exited $rc, not 143"; }
+[ $(($(date +%s) - start)) -lt 50 ] || fail "record -d 1 -- sleep 60 waited for sleep"
+grep -q 'sending SIGTERM to sleep' "$RESULTS/bounded.out" || fail "record -d did not say it ended sleep"
 "$NVMETRACE_BIN" stop || fail "stop while idle failed"
 rmmod nvmetrace || fail "rmmod failed"
 nvme_disconnect_all

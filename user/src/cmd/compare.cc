@@ -101,6 +101,17 @@ nlohmann::json comparison_json(const Comparison& c) {
     return j;
 }
 
+bool comparison_moved(const Comparison& c) {
+    for (const auto& g : c.groups) {
+        if (g.end_to_end.moved)
+            return true;
+        for (const auto& d : g.stages)
+            if (d.moved)
+                return true;
+    }
+    return false;
+}
+
 int run_compare(const CompareOptions& opts) {
     if (opts.a.empty() || opts.b.empty())
         throw Error(
@@ -119,7 +130,7 @@ int run_compare(const CompareOptions& opts) {
         for (const auto& p : r->problems)
             fmt::print(stderr, "nvmetrace: {}\n", p);
         if (r->corrupt)
-            rc = 1;
+            rc = opts.exit_code ? kCompareError : 1;
     }
     if (opts.json) {
         nlohmann::json j = comparison_json(c);
@@ -136,6 +147,8 @@ int run_compare(const CompareOptions& opts) {
         fmt::print("{}", comparison_text(c, fmt::format("{}", fmt::join(opts.a, " ")),
                                          fmt::format("{}", fmt::join(opts.b, " "))));
     }
+    if (rc == 0 && opts.exit_code && comparison_moved(c))
+        rc = kCompareMoved;
     return rc;
 }
 

@@ -1,6 +1,7 @@
 // nvmetrace: control the nvmetrace module and read what it records.
 //
-// Exit status: 0 success, 1 error (one line on stderr), 2 usage error.
+// Exit status: 0 success, 1 error (one line on stderr), 2 usage error;
+// compare --exit-code: 1 when something moved, 3 an error.
 #include "cmd/bench.h"
 #include "cmd/compare.h"
 #include "cmd/dmacost.h"
@@ -84,18 +85,48 @@ int cmd_dmacost(bool json, const std::string& dev_arg, uint32_t iters) {
     return 0;
 }
 
+// compare's runs: two recordings, or each run's with --a and --b.
+int run_compare_command(CompareOptions& cmp, const std::vector<std::string>& runs,
+                        double min_change_pct, double min_share_pct) {
+    if (!runs.empty()) {
+        if (runs.size() != 2 || !cmp.a.empty() || !cmp.b.empty())
+            throw Error(
+                "compare: give two recordings (compare A.ntr B.ntr), or each run's "
+                "recordings with --a and --b (compare --a H.ntr T.ntr --b H2.ntr T2.ntr)");
+        cmp.a = {runs[0]};
+        cmp.b = {runs[1]};
+    }
+    cmp.rule.min_change = min_change_pct / 100;
+    cmp.rule.min_share = min_share_pct / 100;
+    return run_compare(cmp);
+}
+
 int run(int argc, char** argv) {
     CLI::App app{"Per-command NVMe latency tracing (host and target)", "nvmetrace"};
     app.set_version_flag("--version", version_text);
     app.require_subcommand(1);
+    app.footer(
+        "Examples:\n  nvmetrace record -r host -- fio job.fio\n  nvmetrace report "
+        "nvmetrace.ntr\n  nvmetrace compare before.ntr after.ntr\n\nExit status: 0 success, 1 "
+        "error (one line on stderr), 2 usage error.\nnvmetrace COMMAND --help shows a command's "
+        "options.");
 
     bool json = false;
     CLI::App* status = app.add_subcommand("status", "Show the module's version, state and rings");
+    status->footer("Examples:\n  nvmetrace status\n  nvmetrace status --json | jq .state");
     status->add_flag("--json", json, "Print one JSON object instead of a table");
 
     RecordOptions rec;
     rec.command_line.assign(argv, argv + argc);
+    // record [options] -- CMD ARGS: CLI11 sees what comes before the "--"
+    bool rec_separator = false;
+    const int parse_argc = split_record_command(argc, argv, rec.command, rec_separator);
     CLI::App* record = app.add_subcommand("record", "Record sampled commands into a file");
+    record->footer(
+        "Examples:\n  nvmetrace record -r host -- fio job.fio       # while fio runs, into "
+        "nvmetrace.ntr\n  nvmetrace record -r host -r target -d 20 -o all.ntr\n  nvmetrace record "
+        "-r host -s 100 -i 1           # 1 of 100 commands, a live line a second\n\nWith -- CMD "
+        "ARGS the exit status is CMD's (128 + signal); else 0, 1 error, 2 usage error.");
     record->add_option("-r,--role", rec.roles, "host and/or target (-r host -r target for both)")
         ->required()
         ->check(CLI::IsMember({"host", "target"}));
@@ -104,11 +135,17 @@ int run(int argc, char** argv) {
     record->add_option("-s,--sample", rec.sample, "Record 1 of N commands (default 1: all)")
         ->check(CLI::PositiveNumber);
     record->add_option("--seed", rec.seed, "Sampling hash seed (both sides must use the same)");
-    record->add_option("-d,--duration", rec.duration_s, "Seconds to record (default: until Ctrl-C)")
+    record
+        ->add_option(
+            "-d,--duration", rec.duration_s,
+            "Seconds to record (default: until Ctrl-C; with -- CMD: until CMD exits, at most this)")
         ->check(CLI::NonNegativeNumber);
     record->add_option("-i,--interval", rec.interval_s, "Print a live line every SECS")
         ->check(CLI::NonNegativeNumber);
-    record->add_option("-o,--output", rec.output, "Recording file")->required();
+    record->add_option("-o,--output", rec.output,
+                       fmt::format("Recording file (default {}; a file there is first moved to "
+                                   "FILE.old)",
+                                   kDefaultRecordOutput));
     record->add_option("--zstd", rec.zstd_level,
                        "zstd level of the records: 1..19, negative for zstd's fast levels, 0 "
                        "stored raw (default: 0 at -s 1, where CPU matters more than size; else 1)");
@@ -118,6 +155,8 @@ int run(int argc, char** argv) {
 
     ProbeOptions probe_opts;
     CLI::App* probe = app.add_subcommand("probe", "Which hooks can attach on this kernel");
+    probe->footer(
+        "Examples:\n  nvmetrace probe -r host -r target\n  nvmetrace probe -r host -t rdma");
     probe->add_option("-r,--role", probe_opts.roles, "host and/or target")
         ->required()
         ->check(CLI::IsMember({"host", "target"}));
@@ -128,6 +167,7 @@ int run(int argc, char** argv) {
     std::string pool_dev;
     CLI::App* pool = app.add_subcommand(
         "pool", "Show the module's premapped-buffer test pool and the kernel's blk_iobuf pool");
+    pool->footer("Examples:\n  nvmetrace pool\n  nvmetrace pool --json --dev nvme0n1");
     pool->add_flag("--json", pool_json_out, "Print one JSON object");
     pool->add_option("--dev", pool_dev,
                      "Block device whose queue's blk_iobuf pool to show (kernels that have one)");
@@ -137,6 +177,8 @@ int run(int argc, char** argv) {
     uint32_t dma_iters = 0;
     CLI::App* dmacost = app.add_subcommand(
         "dmacost", "DMA map+unmap cost per I/O size on a block device's DMA device");
+    dmacost->footer(
+        "Examples:\n  nvmetrace dmacost nvme0n1\n  nvmetrace dmacost -n 64 --json /dev/nvme0n1");
     dmacost->add_option("device", dma_dev, "Block device: /dev/nvme0n1, nvme0n1 or MAJ:MIN")
         ->required();
     dmacost
@@ -148,9 +190,13 @@ int run(int argc, char** argv) {
 
     CLI::App* stop =
         app.add_subcommand("stop", "Stop a recording (one whose recorder is gone stops by itself)");
+    stop->footer("Examples:\n  nvmetrace stop");
 
     ReportCommandOptions rep;
     CLI::App* report = app.add_subcommand("report", "Where the recorded commands spent their time");
+    report->footer(
+        "Examples:\n  nvmetrace report nvmetrace.ntr\n  nvmetrace report --detail host.ntr "
+        "target.ntr\n  nvmetrace report --json host.ntr | jq .");
     report->add_option("files", rep.files, "Recordings")->required();
     report->add_flag("--detail", rep.detail, "Every component in path order, with p50/p99");
     report->add_flag("--json", rep.json, "JSON instead of text");
@@ -163,6 +209,9 @@ int run(int argc, char** argv) {
     double scr_from = 0, scr_to = 0;
     CLI::App* script = app.add_subcommand(
         "script", "Every record, one line each in time order (as perf script, blkparse)");
+    script->footer(
+        "Examples:\n  nvmetrace script nvmetrace.ntr\n  nvmetrace script -e "
+        "nvme_setup,nvme_complete -d nvme0n1 --from 2 --to 3 --json h.ntr");
     script->add_option("files", scr.files, "Recordings")->required();
     script->add_option("-e,--event", scr.events, "Only these events (bio_queue,nvme_setup,...)")
         ->delimiter(',');
@@ -179,10 +228,17 @@ int run(int argc, char** argv) {
     double min_change_pct = cmp.rule.min_change * 100, min_share_pct = cmp.rule.min_share * 100;
     CLI::App* compare = app.add_subcommand(
         "compare", "Two runs side by side: per group and stage, A, B, delta, ratio, what moved");
+    compare->footer(
+        "Examples:\n  nvmetrace compare before.ntr after.ntr\n  nvmetrace compare --a h.ntr t.ntr "
+        "--b h2.ntr t2.ntr --json\n  nvmetrace compare --exit-code base.ntr new.ntr || echo "
+        "moved\n\nExit status: 0 success, 1 error, 2 usage error; with --exit-code 0 nothing "
+        "moved,\n1 a stage or end to end moved, 2 usage error, 3 error.");
     compare->add_option("runs", cmp_runs, "A.ntr B.ntr: one recording per run");
     compare->add_option("--a", cmp.a, "Recordings of run A (e.g. its host's and target's)");
     compare->add_option("--b", cmp.b, "Recordings of run B");
     compare->add_flag("--json", cmp.json, "JSON instead of text");
+    compare->add_flag("--exit-code", cmp.exit_code,
+                      "Exit 1 when a stage or end to end moved, 0 when nothing did (errors: 3)");
     compare->add_option("--confidence", cmp.rule.confidence,
                         "Two-sided confidence that a difference of means is not noise (0.999)");
     compare->add_option("--min-change", min_change_pct,
@@ -196,15 +252,18 @@ int run(int argc, char** argv) {
     bo.buf.clear();  // malloc, or pool for --premap-proof
     CLI::App* bench = app.add_subcommand(
         "bench", "I/O benchmark through the block device (O_DIRECT) or NVMe passthrough (/dev/ng)");
+    bench->footer(
+        "Examples:\n  nvmetrace bench /dev/ng0n1 --rw randread --bs 4k --iodepth 32 --runtime 10\n "
+        " nvmetrace bench /dev/nvme0n1 --profile kv -o kv.csv --record");
     bench->add_option("device", bo.device, "/dev/nvmeXnY (block path) or /dev/ngXnY (passthrough)")
         ->required();
-    bench->add_option("-p,--pattern", bo.pattern, "randread, randwrite, read or write")
+    bench->add_option("-p,--pattern,--rw", bo.pattern, "randread, randwrite, read or write")
         ->capture_default_str();
-    bench->add_option("-b,--size", bo.size, "I/O size (512, 4k, 2m)")->capture_default_str();
-    bench->add_option("-q,--qd", bo.qd, "Queue depth per thread")->capture_default_str();
-    bench->add_option("-j,--threads", bo.threads, "Threads, one io_uring each")
+    bench->add_option("-b,--size,--bs", bo.size, "I/O size (512, 4k, 2m)")->capture_default_str();
+    bench->add_option("-q,--qd,--iodepth", bo.qd, "Queue depth per thread")->capture_default_str();
+    bench->add_option("-j,--threads,--numjobs", bo.threads, "Threads, one io_uring each")
         ->capture_default_str();
-    bench->add_option("-d,--duration", bo.duration_s, "Measured seconds per cell")
+    bench->add_option("-d,--duration,--runtime", bo.duration_s, "Measured seconds per cell")
         ->capture_default_str()
         ->check(CLI::NonNegativeNumber);
     bench->add_option("-n,--ios", bo.ios, "Measure this many I/Os instead of a duration");
@@ -235,7 +294,7 @@ int run(int argc, char** argv) {
     bench->add_flag("--json", bo.json, "Print the cells as JSON instead of text");
 
     try {
-        app.parse(argc, argv);
+        app.parse(parse_argc, argv);
     } catch (const CLI::CallForHelp& e) {
         return app.exit(e);
     } catch (const CLI::CallForAllHelp& e) {
@@ -255,8 +314,15 @@ int run(int argc, char** argv) {
 
     if (status->parsed())
         return cmd_status(json);
-    if (record->parsed())
+    if (record->parsed()) {
+        if (rec_separator && rec.command.empty()) {
+            fmt::print(stderr,
+                       "nvmetrace: record: no command after --: give the workload to record "
+                       "while it runs (record -r host -- fio job.fio)\n");
+            return kExitUsage;
+        }
         return run_record(rec);
+    }
     if (probe->parsed())
         return run_probe(probe_opts);
     if (pool->parsed())
@@ -278,17 +344,16 @@ int run(int argc, char** argv) {
         return run_script(scr);
     }
     if (compare->parsed()) {
-        if (!cmp_runs.empty()) {
-            if (cmp_runs.size() != 2 || !cmp.a.empty() || !cmp.b.empty())
-                throw Error(
-                    "compare: give two recordings (compare A.ntr B.ntr), or each run's "
-                    "recordings with --a and --b (compare --a H.ntr T.ntr --b H2.ntr T2.ntr)");
-            cmp.a = {cmp_runs[0]};
-            cmp.b = {cmp_runs[1]};
+        if (cmp.exit_code) {
+            // 1 means "moved" here: an error must not look like it
+            try {
+                return run_compare_command(cmp, cmp_runs, min_change_pct, min_share_pct);
+            } catch (const std::exception& e) {
+                fmt::print(stderr, "nvmetrace: {}\n", e.what());
+                return kCompareError;
+            }
         }
-        cmp.rule.min_change = min_change_pct / 100;
-        cmp.rule.min_share = min_share_pct / 100;
-        return run_compare(cmp);
+        return run_compare_command(cmp, cmp_runs, min_change_pct, min_share_pct);
     }
     if (bench->parsed())
         return run_bench(bo);

@@ -9,9 +9,11 @@
 #include "kernel/genl.h"
 #include "kernel/ring_reader.h"
 #include "report/printer.h"
+#include "util/child_process.h"
 #include "util/error.h"
 #include "version.h"
 
+#include <poll.h>
 #include <signal.h>
 #include <time.h>
 #include <unistd.h>
@@ -220,12 +222,73 @@ RecordingWriterOptions recorder_writer_options(uint32_t sample, std::optional<in
     return wopts;
 }
 
+void check_record_output(const std::string& output) {
+    const std::string path = output.empty() ? kDefaultRecordOutput : output;
+    std::error_code ec;
+    if (std::filesystem::is_directory(path, ec))
+        throw Error(fmt::format("-o {}: a folder; name a file in it (-o {}/{})", path, path,
+                                kDefaultRecordOutput));
+}
+
+RecordOutput prepare_record_output(const std::string& output) {
+    namespace fs = std::filesystem;
+    RecordOutput out;
+    out.path = output.empty() ? kDefaultRecordOutput : output;
+    std::error_code ec;
+    const fs::file_status st = fs::status(out.path, ec);
+    check_record_output(out.path);
+    if (!fs::is_regular_file(st))
+        return out;  // none yet, or a device or FIFO written as it is
+    out.kept_as = out.path + ".old";
+    out.replaced = fs::exists(fs::symlink_status(out.kept_as, ec));
+    if (fs::is_directory(fs::symlink_status(out.kept_as, ec)))
+        throw Error(
+            fmt::format("{} exists and {} is a folder: move one of them, or name "
+                        "another file with -o",
+                        out.path, out.kept_as));
+    if (std::rename(out.path.c_str(), out.kept_as.c_str()) != 0)
+        throw errno_error(fmt::format("{} exists and cannot be kept as {} (name another file "
+                                      "with -o)",
+                                      out.path, out.kept_as),
+                          errno);
+    return out;
+}
+
+std::string record_output_note(const RecordOutput& out) {
+    if (out.kept_as.empty())
+        return "";
+    return fmt::format("nvmetrace: {} exists: moved to {}{}", out.path, out.kept_as,
+                       out.replaced ? " (replacing the older one)" : "");
+}
+
+int split_record_command(int argc, char** argv, std::vector<std::string>& command,
+                         bool& separator) {
+    separator = false;
+    command.clear();
+    // the subcommand: the first argument that is not an option
+    int sub = 1;
+    while (sub < argc && argv[sub][0] == '-')
+        sub++;
+    if (sub >= argc || std::string_view(argv[sub]) != "record")
+        return argc;
+    for (int i = sub + 1; i < argc; i++) {
+        if (std::string_view(argv[i]) == "--") {
+            separator = true;
+            command.assign(argv + i + 1, argv + argc);
+            return i;
+        }
+    }
+    return argc;
+}
+
 int run_record(const RecordOptions& opts) {
     const uint32_t role = roles_mask(opts.roles);
     if (opts.sample == 0)
         throw Error("-s 0: sample 1 of N commands, N >= 1");
-    if (opts.output.empty())
-        throw Error("no output file: -o FILE");
+    // A command that cannot run is said before anything is started or written.
+    if (!opts.command.empty())
+        resolve_command(opts.command.front());
+    check_record_output(opts.output);
     if (!opts.transport.empty() && opts.transport != "tcp" && opts.transport != "rdma")
         throw Error(fmt::format("-t {}: the transport is tcp or rdma", opts.transport));
     if (opts.zstd_level &&
@@ -318,7 +381,10 @@ int run_record(const RecordOptions& opts) {
     meta.devices = devices_to_json(host_ns, target_ns);
 
     const RecordingWriterOptions wopts = recorder_writer_options(opts.sample, opts.zstd_level);
-    RecordingWriter writer = RecordingWriter::open(opts.output, wopts);
+    const RecordOutput output = prepare_record_output(opts.output);
+    if (const std::string note = record_output_note(output); !note.empty())
+        fmt::print(stderr, "{}\n", note);
+    RecordingWriter writer = RecordingWriter::open(output.path, wopts);
     writer.write_meta(meta);
 
     DeviceTable table;
@@ -345,9 +411,30 @@ int run_record(const RecordOptions& opts) {
     genl.start(start);
     report_hooks(genl, opts.transport);
     const uint64_t t0 = monotonic_ns();
-    fmt::print("nvmetrace: profiling as {}, sampling {}, saving records; Ctrl-C to stop\n",
-               meta.role, sampling_words(opts.sample));
+    if (opts.command.empty())
+        fmt::print("nvmetrace: profiling as {}, sampling {}, saving records; Ctrl-C to stop\n",
+                   meta.role, sampling_words(opts.sample));
+    else
+        fmt::print(
+            "nvmetrace: profiling as {}, sampling {}, saving records while {} runs; Ctrl-C "
+            "stops both\n",
+            meta.role, sampling_words(opts.sample), opts.command.front());
     std::fflush(stdout);
+    // record -- CMD: CMD runs as the caller, with the same environment, once
+    // the recording has started.  One that fails to start leaves no file.
+    std::optional<ChildProcess> child;
+    if (!opts.command.empty()) {
+        try {
+            child.emplace(ChildProcess::start(opts.command));
+        } catch (...) {
+            genl.stop();
+            std::error_code ec;
+            std::filesystem::remove(output.path, ec);
+            if (!output.kept_as.empty())
+                std::filesystem::rename(output.kept_as, output.path, ec);
+            throw;
+        }
+    }
 
     // The drain thread drains the rings and, when records are stored raw,
     // writes them; compressing blocks and the live lines (assembling and
@@ -381,8 +468,9 @@ int run_record(const RecordOptions& opts) {
     const uint64_t quiet_drain = uint64_t{status.rings.nr_recs} / 64;
     const uint64_t end_at =
         opts.duration_s > 0 ? t0 + static_cast<uint64_t>(opts.duration_s * 1e9) : UINT64_MAX;
+    bool child_exited = false;
     try {
-        while (!g_stop.load()) {
+        while (!g_stop.load() && !child_exited) {
             uint64_t now = monotonic_ns();
             if (now >= end_at)
                 break;
@@ -392,7 +480,13 @@ int run_record(const RecordOptions& opts) {
                 stage->submit(now);
             if (!compressed)
                 writer.flush_if_due();
-            if (drained < busy_drain) {
+            if (child) {
+                // the nap is a poll on the command's pidfd: its exit ends
+                // the recording at once
+                pollfd p{child->pidfd(), POLLIN, 0};
+                const int nap_ms = drained >= busy_drain ? 0 : drained < quiet_drain ? 50 : 10;
+                child_exited = poll(&p, 1, nap_ms) > 0;
+            } else if (drained < busy_drain) {
                 timespec nap{0, drained < quiet_drain ? 50'000'000 : 10'000'000};
                 nanosleep(&nap, nullptr);
             }
@@ -402,6 +496,20 @@ int run_record(const RecordOptions& opts) {
         throw;
     }
     genl.stop();
+    if (child && !child->exited()) {
+        // -d or a signal ended the recording first: the command ends too
+        // (Ctrl-C in a terminal has already sent it SIGINT)
+        if (!g_stop.load())
+            fmt::print(stderr, "nvmetrace: -d {} s reached: sending SIGTERM to {}\n",
+                       opts.duration_s, opts.command.front());
+        child->signal(SIGTERM);
+        if (!child->wait(5000)) {
+            fmt::print(stderr, "nvmetrace: {} still runs 5 s after SIGTERM: sending SIGKILL\n",
+                       opts.command.front());
+            child->signal(SIGKILL);
+            child->wait();
+        }
+    }
     const uint64_t t_end = monotonic_ns();
     loop.drain();
     loop.release(t_end, true);
@@ -427,7 +535,7 @@ int run_record(const RecordOptions& opts) {
             summary_assembler = &*file_assembler;
         }
         writer.flush();
-        RecordingReader back = RecordingReader::open(opts.output);
+        RecordingReader back = RecordingReader::open(output.path);
         back.for_each([&](std::span<const nvmetrace_rec> recs) {
             for (const auto& r : recs)
                 summary_assembler->push(r);
@@ -447,12 +555,19 @@ int run_record(const RecordOptions& opts) {
 
     const Summary summary = summary_stats->summary(t_end - t0);
     fmt::print("nvmetrace: {} commands ({} records) written to {}\n\n", counts.complete,
-               writer.records_written(), opts.output);
+               writer.records_written(), output.path);
     ReportOptions ro;
     ro.detail = opts.detail;
     ro.lost_host = role & NVMETRACE_ROLE_HOST ? trailer.lost : 0;
     ro.lost_target = role == NVMETRACE_ROLE_TARGET ? trailer.lost : 0;
     fmt::print("{}", summary_text(summary, counts, ro));
+    if (child) {
+        const int st = *child->status();
+        if (st != 0)
+            fmt::print(stderr, "nvmetrace: {} exited with status {}{}\n", opts.command.front(), st,
+                       st > 128 ? fmt::format(" (signal {})", st - 128) : "");
+        return st;
+    }
     return 0;
 }
 

@@ -27,14 +27,46 @@ struct RecordOptions {
     double duration_s = 0;             // 0: until Ctrl-C
     double interval_s = 0;             // live lines; 0: none
     std::optional<int> zstd_level;     // --zstd; default: recorder_writer_options()
-    std::string output;                // recording file
+    std::string output;                // recording file; "": kDefaultRecordOutput
     std::vector<std::string> devices;  // host namespaces; empty: all fabrics namespaces
     bool detail = false;               // component table in the summary
     std::string device_node = "/dev/nvmetrace";
     std::vector<std::string> command_line;
+    std::vector<std::string> command;  // record -- CMD ARGS: record while it runs
 };
 
+// `record [options] -- CMD ARGS...`: the arguments after record's first
+// "--" are the command to run, whatever they look like (fio's own options).
+// Returns how many of argv come before that "--" (argc when there is none,
+// or when the subcommand is not record) and puts the rest in `command`;
+// `separator` says whether the "--" was there.
+int split_record_command(int argc, char** argv, std::vector<std::string>& command, bool& separator);
+
+// Records until -d, Ctrl-C or, with opts.command, that command's exit.
+// Returns 0, or with a command its status as a shell gives it (its exit
+// code, or 128 + the signal that ended it).
 int run_record(const RecordOptions& opts);
+
+// The recording's name when -o is not given: in the current folder, as
+// perf record's perf.data.
+inline constexpr const char* kDefaultRecordOutput = "nvmetrace.ntr";
+
+// Where a recording goes, and where the file that was there went.
+struct RecordOutput {
+    std::string path;       // the file to write
+    std::string kept_as;    // path + ".old" when a file was there; else ""
+    bool replaced = false;  // kept_as replaced an older .old
+};
+// Picks the file (`output`, or kDefaultRecordOutput when empty) and moves a
+// regular file of that name out of the way to NAME.old (an older NAME.old
+// is replaced), as perf record does with perf.data: a recording is never
+// overwritten by the next one.  Throws Error when `output` is a folder or the
+// rename fails.
+RecordOutput prepare_record_output(const std::string& output);
+// Throws the Error prepare_record_output() would for a folder, moving nothing.
+void check_record_output(const std::string& output);
+// What record says on stderr about it ("" when nothing was moved).
+std::string record_output_note(const RecordOutput& out);
 
 struct RecordingWriterOptions;
 // How `record` writes its file when sampling 1 of `sample` commands, with

@@ -1,6 +1,7 @@
 #!/bin/sh
 # The command line's contract: exit 0 on success, 1 with one line on stderr on
-# error, 2 on a usage error.  Works with and without the module loaded.
+# error, 2 on a usage error (compare --exit-code: 1 moved, 3 error).  Works with
+# and without the module loaded.
 #   cli_test.sh path/to/nvmetrace expected-version
 set -u
 nvmetrace=$1
@@ -57,6 +58,45 @@ run 1 compare a.ntr b.ntr --a c.ntr && one_error_line compare a.ntr b.ntr --a c.
 grep -q 'give two recordings' "$tmp/err" || { echo "FAIL: compare mixed: $(cat "$tmp/err")"; fail=1; }
 run 1 compare "$tmp/none-a.ntr" "$tmp/none-b.ntr" && one_error_line compare missing files
 run 1 compare --confidence 2 --a x --b y && one_error_line compare --confidence 2
+# compare --exit-code: 1 means "moved", so errors are 3 and usage errors stay 2
+run 3 compare --exit-code "$tmp/none-a.ntr" "$tmp/none-b.ntr" && one_error_line compare --exit-code missing
+run 3 compare --exit-code && one_error_line compare --exit-code
+run 3 compare --exit-code --confidence 2 --a x --b y && one_error_line compare --exit-code --confidence 2
+run 2 compare --exit-code --no-such-option && one_error_line compare --exit-code --no-such-option
+
+# record -- CMD: a command that cannot run is said before anything starts,
+# and leaves no recording (nor moves an earlier one)
+run 1 record -r host -o "$tmp/x.ntr" -- "$tmp/no-such-program" --its-option &&
+	one_error_line record -- missing program
+grep -q "cannot run $tmp/no-such-program: no such file" "$tmp/err" ||
+	{ echo "FAIL: record -- missing program: $(cat "$tmp/err")"; fail=1; }
+[ -e "$tmp/x.ntr" ] && { echo "FAIL: record -- missing program left $tmp/x.ntr"; fail=1; }
+echo data >"$tmp/not-a-program"
+echo earlier >"$tmp/nvmetrace.ntr"
+(cd "$tmp" && "$nvmetrace" record -r host -- ./not-a-program >out 2>err)
+got=$?
+if [ "$got" != 1 ] || ! grep -q 'not executable' "$tmp/err" || [ -e "$tmp/nvmetrace.ntr.old" ] ||
+	[ "$(cat "$tmp/nvmetrace.ntr")" != earlier ]; then
+	echo "FAIL: record -- not executable: exit $got, $(cat "$tmp/err")"
+	fail=1
+fi
+run 1 record -r host -- no-such-program-nvmetrace && one_error_line record -- not in PATH
+grep -q 'not found in PATH' "$tmp/err" || { echo "FAIL: record -- not in PATH: $(cat "$tmp/err")"; fail=1; }
+run 2 record -r host -- && one_error_line record -r host --
+grep -q 'no command after --' "$tmp/err" || { echo "FAIL: record --: $(cat "$tmp/err")"; fail=1; }
+# record's output: a folder is refused before anything moves
+mkdir "$tmp/dir"
+run 1 record -r host -o "$tmp/dir" && one_error_line record -o folder
+grep -q 'a folder; name a file in it' "$tmp/err" || { echo "FAIL: record -o folder: $(cat "$tmp/err")"; fail=1; }
+
+# bench takes fio's option names beside its own: parsed (the device is what fails)
+run 1 bench /dev/nvmetrace-none --rw randread --bs 4k --iodepth 2 --numjobs 1 --runtime 1 &&
+	one_error_line bench fio-named options
+grep -q 'no such device' "$tmp/err" || { echo "FAIL: bench fio names: $(cat "$tmp/err")"; fail=1; }
+run 0 bench --help
+for o in --bs --iodepth --numjobs --runtime --rw -b -q -j -d -p; do
+	grep -q -- "$o" "$tmp/out" || { echo "FAIL: bench --help does not name $o"; fail=1; }
+done
 
 if [ -e /sys/module/nvmetrace ]; then
 	run 0 status && grep -q '^state ' "$tmp/out" || { echo "FAIL: status table"; fail=1; }

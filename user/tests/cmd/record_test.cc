@@ -1,6 +1,7 @@
 #include "cmd/record.h"
 
 #include "kernel/btf_layout.h"
+#include "tempdir.h"
 #include "util/error.h"
 
 #include <unistd.h>
@@ -9,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <random>
+#include <string>
 
 #include <bpf/btf.h>
 #include <gtest/gtest.h>
@@ -323,6 +325,139 @@ TEST_F(FakeRdmaBtf, EmbeddedStructOfAnotherSizeIsRefused) {
     BtfLayout host = BtfLayout::load("nvme_rdma", dir_.string());
     EXPECT_FALSE(host.ok());
     EXPECT_NE(host.error().find("module not loaded"), std::string::npos);
+}
+
+std::string slurp(const std::string& path) {
+    std::ifstream f(path, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(f), {});
+}
+
+void spit(const std::string& path, const std::string& text) {
+    std::ofstream(path, std::ios::binary) << text;
+}
+
+// Runs the test body in a fresh folder, the current one again afterwards.
+struct InTempDir : ::testing::Test {
+    test::TempDir dir{"nvmetrace-record-output"};
+    std::filesystem::path was = std::filesystem::current_path();
+    void SetUp() override { std::filesystem::current_path(dir.root()); }
+    void TearDown() override { std::filesystem::current_path(was); }
+};
+
+TEST_F(InTempDir, DefaultNameInTheCurrentFolder) {
+    RecordOutput out = prepare_record_output("");
+    EXPECT_EQ(out.path, "nvmetrace.ntr");
+    EXPECT_EQ(out.kept_as, "");
+    EXPECT_EQ(record_output_note(out), "");
+    EXPECT_FALSE(std::filesystem::exists("nvmetrace.ntr")) << "preparing creates nothing";
+    EXPECT_FALSE(std::filesystem::exists("nvmetrace.ntr.old"));
+}
+
+TEST_F(InTempDir, AnExistingRecordingIsKeptAsOld) {
+    spit("nvmetrace.ntr", "first");
+    RecordOutput out = prepare_record_output("");
+    EXPECT_EQ(out.path, "nvmetrace.ntr");
+    EXPECT_EQ(out.kept_as, "nvmetrace.ntr.old");
+    EXPECT_FALSE(out.replaced);
+    EXPECT_FALSE(std::filesystem::exists("nvmetrace.ntr"));
+    EXPECT_EQ(slurp("nvmetrace.ntr.old"), "first");
+    EXPECT_EQ(record_output_note(out),
+              "nvmetrace: nvmetrace.ntr exists: moved to nvmetrace.ntr.old");
+
+    // the next one replaces the .old: only the newest previous file is kept
+    spit("nvmetrace.ntr", "second");
+    out = prepare_record_output("");
+    EXPECT_TRUE(out.replaced);
+    EXPECT_EQ(slurp("nvmetrace.ntr.old"), "second");
+    EXPECT_NE(record_output_note(out).find("replacing the older one"), std::string::npos);
+}
+
+TEST_F(InTempDir, ExplicitOutputIsUsedAndKeptTheSameWay) {
+    std::filesystem::create_directory("runs");
+    RecordOutput out = prepare_record_output("runs/host.ntr");
+    EXPECT_EQ(out.path, "runs/host.ntr");
+    EXPECT_EQ(out.kept_as, "");
+    spit("runs/host.ntr", "host");
+    out = prepare_record_output("runs/host.ntr");
+    EXPECT_EQ(out.kept_as, "runs/host.ntr.old");
+    EXPECT_EQ(slurp("runs/host.ntr.old"), "host");
+    EXPECT_FALSE(std::filesystem::exists("nvmetrace.ntr"));
+}
+
+TEST_F(InTempDir, AFolderIsRefusedAndNothingMoves) {
+    std::filesystem::create_directory("out");
+    try {
+        prepare_record_output("out");
+        FAIL() << "a folder as the output";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("folder"), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("-o out/nvmetrace.ntr"), std::string::npos)
+            << e.what();
+    }
+    EXPECT_TRUE(std::filesystem::is_directory("out"));
+    // a folder in the way of the .old: the recording stays where it is
+    spit("x.ntr", "keep");
+    std::filesystem::create_directory("x.ntr.old");
+    EXPECT_THROW(prepare_record_output("x.ntr"), Error);
+    EXPECT_EQ(slurp("x.ntr"), "keep");
+}
+
+TEST_F(InTempDir, ADeviceIsWrittenAsItIs) {
+    RecordOutput out = prepare_record_output("/dev/null");
+    EXPECT_EQ(out.path, "/dev/null");
+    EXPECT_EQ(out.kept_as, "");
+    EXPECT_TRUE(std::filesystem::exists("/dev/null"));
+}
+
+// record [options] -- CMD ARGS: what follows the first "--" is the command,
+// options included; other subcommands' "--" is left to the parser.
+struct Argv {
+    std::vector<std::string> words;
+    std::vector<char*> ptrs;
+    explicit Argv(std::vector<std::string> w) : words(std::move(w)) {
+        for (auto& x : words)
+            ptrs.push_back(x.data());
+        ptrs.push_back(nullptr);
+    }
+    int argc() const { return static_cast<int>(words.size()); }
+};
+
+TEST(SplitRecordCommand, EverythingAfterTheSeparatorIsTheCommand) {
+    Argv a({"nvmetrace", "record", "-r", "host", "-d", "30", "--", "fio", "--name=x", "-o", "y",
+            "--", "z"});
+    std::vector<std::string> cmd;
+    bool sep = false;
+    EXPECT_EQ(split_record_command(a.argc(), a.ptrs.data(), cmd, sep), 6);
+    EXPECT_TRUE(sep);
+    EXPECT_EQ(cmd, (std::vector<std::string>{"fio", "--name=x", "-o", "y", "--", "z"}));
+}
+
+TEST(SplitRecordCommand, NoSeparatorNoCommand) {
+    Argv a({"nvmetrace", "record", "-r", "host", "-o", "h.ntr"});
+    std::vector<std::string> cmd{"left over"};
+    bool sep = true;
+    EXPECT_EQ(split_record_command(a.argc(), a.ptrs.data(), cmd, sep), a.argc());
+    EXPECT_FALSE(sep);
+    EXPECT_TRUE(cmd.empty());
+}
+
+TEST(SplitRecordCommand, SeparatorWithNothingAfterIt) {
+    Argv a({"nvmetrace", "record", "-r", "host", "--"});
+    std::vector<std::string> cmd;
+    bool sep = false;
+    EXPECT_EQ(split_record_command(a.argc(), a.ptrs.data(), cmd, sep), 4);
+    EXPECT_TRUE(sep);
+    EXPECT_TRUE(cmd.empty());
+}
+
+TEST(SplitRecordCommand, OtherSubcommandsKeepTheirSeparator) {
+    Argv a({"nvmetrace", "report", "--", "-odd.ntr"});
+    std::vector<std::string> cmd;
+    bool sep = false;
+    EXPECT_EQ(split_record_command(a.argc(), a.ptrs.data(), cmd, sep), a.argc());
+    EXPECT_FALSE(sep);
+    Argv b({"nvmetrace", "--help"});
+    EXPECT_EQ(split_record_command(b.argc(), b.ptrs.data(), cmd, sep), b.argc());
 }
 
 TEST(TransportModule, ByTheHooksName) {
