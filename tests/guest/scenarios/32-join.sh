@@ -3,6 +3,8 @@
 # joined (host and target commands matched by qid, command id, LBA and op). At 1-of-1 and
 # 1-of-10, for reads and writes: 100 % of the host's commands are matched, the computed network
 # is >= 0 for every one, and the joined end to end is the host's own (from the command dump).
+# `export` of the recording is a valid, nested trace with every matched command's target part
+# (tests/guest/trace_check.py).
 # lane-timeout: 300
 . "$NVMETRACE_SRC/tests/guest/lib.sh"
 need_ko
@@ -82,6 +84,17 @@ print("ok   %-16s %d host commands, all matched; network mean %.2f us (min %.2f)
       % (label, j["host"], net["mean_us"], net["min_us"], mean))
 PY
 		grep -q "matched (100 % of the host's)" "$d/report.txt" || fail "$label: no matched line"
+		# The same recording as a Perfetto trace: valid trace-event JSON whose slices nest on
+		# every track, a host and a target process, a slice for every matched command and its
+		# target part on a target queue's track.
+		"$NT" export -o "$d/trace.json" "$d/rec.ntr" 2>"$d/export.err" ||
+			{ cat "$d/export.err"; fail "$label: export failed"; }
+		cat "$d/export.err"
+		matched=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))[0]["join"]["matched"])' \
+			"$d/report.json") || fail "$label: no matched count"
+		python3 "$NVMETRACE_SRC/tests/guest/trace_check.py" "$d/trace.json" --need-process host \
+			--need-process target --min-commands "$matched" --target-parts "$matched" ||
+			fail "$label: trace_check failed"
 	done
 done
 rmmod nvmetrace || fail "rmmod failed"

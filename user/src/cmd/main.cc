@@ -5,6 +5,7 @@
 #include "cmd/bench.h"
 #include "cmd/compare.h"
 #include "cmd/dmacost.h"
+#include "cmd/export.h"
 #include "cmd/pool.h"
 #include "cmd/probe.h"
 #include "cmd/record.h"
@@ -205,6 +206,18 @@ int run(int argc, char** argv) {
     report->add_flag("--commands", rep.commands,
                      "One JSON line per command (its events' timestamps) instead of the report");
 
+    ExportOptions exo;
+    CLI::App* exp = app.add_subcommand(
+        "export", "Recordings as a Chrome trace-event JSON file for ui.perfetto.dev");
+    exp->add_option("files", exo.files, "Recordings (a host's and a target's are joined)")
+        ->required();
+    exp->add_option("-o,--output", exo.output,
+                    "Trace file (default: <first recording>.trace.json here; - for stdout)");
+    exp->add_flag("--no-join", exo.no_join,
+                  "Export the host's and the target's commands apart, without joining them");
+    exp->add_option("--join-window", exo.join_window_s,
+                    "Seconds a command waits for its partner on the other side (2)");
+
     ScriptOptions scr;
     double scr_from = 0, scr_to = 0;
     CLI::App* script = app.add_subcommand(
@@ -336,6 +349,8 @@ int run(int argc, char** argv) {
     }
     if (report->parsed())
         return run_report(rep);
+    if (exp->parsed())
+        return run_export(exo);
     if (script->parsed()) {
         if (from_opt->count())
             scr.from_s = scr_from;
