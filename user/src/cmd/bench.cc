@@ -406,7 +406,8 @@ std::string result_text(const CellRow& row, const Device& dev, const RunSpec& sp
 
 json result_json(const CellRow& row, const Device& dev, const RunSpec& spec) {
     const auto& r = row.r;
-    return {{"cell", row.cell.index},
+    return {{"schema", json_schema("bench")},
+            {"cell", row.cell.index},
             {"profile", row.cell.profile},
             {"engine", engine_name(dev.engine)},
             {"device", dev.path},

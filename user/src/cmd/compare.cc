@@ -83,6 +83,7 @@ std::string comparison_text(const Comparison& c, const std::string& a_name,
 
 nlohmann::json comparison_json(const Comparison& c) {
     nlohmann::json j;
+    j["schema"] = json_schema("compare");
     j["rule"] = {{"confidence", c.rule.confidence},
                  {"z", c.z},
                  {"min_change", c.rule.min_change},

@@ -3,6 +3,7 @@
 #include "cmd/pool.h"
 #include "kernel/devices.h"
 #include "util/error.h"
+#include "util/json_num.h"
 
 #include <errno.h>
 #include <linux/nvmetrace.h>
@@ -181,6 +182,7 @@ std::string dmacost_text(const DmaCost& c, const std::string& dev_name) {
 
 nlohmann::json dmacost_json(const DmaCost& c, const std::string& dev_name) {
     nlohmann::json j = {
+        {"schema", json_schema("dmacost")},
         {"device", dev_name},
         {"dev", fmt::format("{}:{}", c.dev >> 20, c.dev & 0xfffff)},
         {"has_dma", c.has_dma},

@@ -534,6 +534,7 @@ int run_export(const ExportOptions& opts, FILE* err) {
         }
     }
     const ExportCounts& n = ex.counts();
+    meta["schema"] = json_schema("trace");
     meta["counts"] = n.json();
     meta["tracks"] = ex.tracks();
     out.finish(meta);

@@ -1,5 +1,7 @@
 #include "cmd/pool.h"
 
+#include "util/json_num.h"
+
 #include <linux/nvmetrace.h>
 
 #include <string_view>
@@ -104,6 +106,7 @@ nlohmann::json pool_json(const PoolInfo& p, const std::string& dev_name) {
         kp["alloc_failures"] = p.kpool_alloc_failures;
     }
     return {
+        {"schema", json_schema("pool")},
         {"buf_size", p.buf_size},
         {"nr_bufs", p.nr_asked},
         {"allocated", p.allocated},

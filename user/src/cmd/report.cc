@@ -23,6 +23,7 @@ namespace {
 // timestamp of every event it has (for scripts, tests and other tools).
 void print_command(const Command& c) {
     nlohmann::json j;
+    j["schema"] = json_schema("command");
     j["side"] = c.side == Side::host ? "host" : "target";
     j["op"] = c.op == Op::read ? "read" : "write";
     j["lba"] = c.lba;

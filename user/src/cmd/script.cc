@@ -95,6 +95,7 @@ std::string ScriptFormat::line(const nvmetrace_rec& r) const {
 
 nlohmann::json ScriptFormat::json(const nvmetrace_rec& r) const {
     nlohmann::json j = {
+        {"schema", json_schema("script")},
         {"file", file_},
         {"ts", r.ts},
         {"time_s", seconds(r)},

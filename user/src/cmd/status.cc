@@ -1,5 +1,6 @@
 #include "cmd/status.h"
 
+#include "util/json_num.h"
 #include "version.h"
 
 #include <linux/nvmetrace.h>
@@ -10,6 +11,7 @@ namespace nvmetrace {
 
 nlohmann::json status_json(const ModuleVersion& version, const Status& status) {
     return {
+        {"schema", json_schema("status")},
         {"tool_version", kToolVersion},
         {"tool_abi_version", NVMETRACE_ABI_VERSION},
         {"module_version", version.module_version},

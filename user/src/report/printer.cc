@@ -1,5 +1,7 @@
 #include "report/printer.h"
 
+#include "util/json_num.h"
+
 #include <algorithm>
 #include <cmath>
 #include <iterator>
@@ -335,6 +337,7 @@ nlohmann::json summary_json(const Summary& s, const AssemblyCounts& counts,
                             const ReportOptions& opts) {
     using nlohmann::json;
     json j;
+    j["schema"] = json_schema("report");
     j["duration_s"] = s.duration_s;
     j["sample_n"] = s.sample_n;
     if (!opts.recorded_on.empty())
@@ -463,7 +466,10 @@ nlohmann::json summary_json(const Summary& s, const AssemblyCounts& counts,
 
 nlohmann::json interval_json(const Interval& iv) {
     using nlohmann::json;
-    json j = {{"start_s", iv.start_s}, {"end_s", iv.end_s}, {"groups", json::array()}};
+    json j = {{"schema", json_schema("interval")},
+              {"start_s", iv.start_s},
+              {"end_s", iv.end_s},
+              {"groups", json::array()}};
     static constexpr const char* kColumns[] = {"host_block",    "host_driver", "network",
                                                "target_driver", "storage",     "host_user"};
     static_assert(std::size(kColumns) == kStageColumns);

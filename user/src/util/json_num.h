@@ -25,6 +25,15 @@ inline std::string json_text(const nlohmann::json& j, int indent = -1) {
     return j.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
+// Every JSON document the tool prints carries "schema": "nvmetrace.KIND/VERSION"
+// (report, compare, status, ...): a consumer checks the kind and refuses a
+// version it does not know.  The version changes only when a key goes or
+// changes its meaning; keys are added without one.
+inline constexpr int kJsonSchemaVersion = 1;
+inline std::string json_schema(std::string_view kind) {
+    return fmt::format("nvmetrace.{}/{}", kind, kJsonSchemaVersion);
+}
+
 // V as a T: an Error naming WHAT when V is not an integer or does not fit T.
 template <std::integral T>
 T json_int(const nlohmann::json& v, std::string_view what) {

@@ -40,7 +40,8 @@ TEST(Status, JsonHasOneKeyPerValue) {
     EXPECT_EQ(j.at("record_size"), 48);
     EXPECT_EQ(j.at("records"), 123456789012ull);
     EXPECT_EQ(j.at("lost"), 7);
-    EXPECT_EQ(j.size(), 12u);
+    EXPECT_EQ(j.at("schema"), "nvmetrace.status/1");
+    EXPECT_EQ(j.size(), 13u);
 }
 
 TEST(Status, TextIsOneAlignedRowPerValue) {
