@@ -209,6 +209,20 @@ inline std::pair<uint64_t, uint64_t> write(const std::string& host_path,
     return {hw.records_written(), tw.records_written()};
 }
 
+// Two runs of 3000 commands a side, for compare: run A, and run B from other
+// random draws (later, on other clocks) with `change` applied, as
+// DIR/ha.ntr + DIR/ta.ntr and DIR/hb.ntr + DIR/tb.ntr.
+inline void write_ab(const std::string& dir, void (*change)(Options&)) {
+    Options a;
+    a.commands = 3000;
+    Options b = a;
+    b.rng_seed = 99;
+    b.host_start_ns = 9'000'000'000;
+    change(b);
+    write(dir + "/ha.ntr", dir + "/ta.ntr", a);
+    write(dir + "/hb.ntr", dir + "/tb.ntr", b);
+}
+
 // ------------------------------------------------------------------ one machine's stream
 
 // What `record -r host -r target -s 1` drains from one CPU's ring while fio

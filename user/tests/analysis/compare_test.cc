@@ -29,14 +29,7 @@ const StageDelta& stage(const GroupDelta& g, const std::string& name) {
 
 // Run A, and run B from other random draws with `change` applied.
 Comparison run_ab(const Dir& d, void (*change)(synth::Options&)) {
-    synth::Options a;
-    a.commands = 3000;
-    synth::Options b = a;
-    b.rng_seed = 99;
-    b.host_start_ns = 9'000'000'000;
-    change(b);
-    synth::write(d / "ha.ntr", d / "ta.ntr", a);
-    synth::write(d / "hb.ntr", d / "tb.ntr", b);
+    synth::write_ab(d.root().string(), change);
     JoinedReport ra = join_files({d / "ha.ntr", d / "ta.ntr"});
     JoinedReport rb = join_files({d / "hb.ntr", d / "tb.ntr"});
     return compare_summaries(ra.summary, rb.summary);

@@ -21,14 +21,7 @@ struct Dir : test::TempDir {
 // Runs A and B (B from other random draws with `change` applied), and the
 // options that compare them.
 CompareOptions write_ab(const Dir& d, void (*change)(synth::Options&)) {
-    synth::Options a;
-    a.commands = 3000;
-    synth::Options b = a;
-    b.rng_seed = 99;
-    b.host_start_ns = 9'000'000'000;
-    change(b);
-    synth::write(d / "ha.ntr", d / "ta.ntr", a);
-    synth::write(d / "hb.ntr", d / "tb.ntr", b);
+    synth::write_ab(d.root().string(), change);
     CompareOptions o;
     o.a = {d / "ha.ntr", d / "ta.ntr"};
     o.b = {d / "hb.ntr", d / "tb.ntr"};
