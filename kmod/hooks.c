@@ -116,10 +116,87 @@ static u32 layout_have(void)
 {
 	const struct nvmetrace_layout *l = &nvmetrace_cfg.layout;
 
-	return (l->tcp.valid ? NEEDS_TCP_HOST : 0) |
+	return (l->valid ? NEEDS_NVMET : 0) |
+	       (l->tcp.valid ? NEEDS_TCP_HOST : 0) |
 	       (l->rdma.valid ? NEEDS_RDMA_HOST : 0) |
 	       (l->tcpt.valid && l->valid ? NEEDS_TCP_TARGET : 0) |
 	       (l->rdmat.valid ? NEEDS_RDMA_TARGET : 0);
+}
+
+/*
+ * The modules whose private layout START carried, in enum nvmetrace_lmod
+ * order: own is the NEEDS_* bit of the module's group, needs the hooks that
+ * read it (the target transports read nvmet's fields as well).
+ */
+static const struct {
+	const char *name;
+	u32 own, needs;
+} lmods[NVMETRACE_LMOD_NR] = {
+	[NVMETRACE_LMOD_NVMET]		= { "nvmet", NEEDS_NVMET,
+					    NEEDS_NVMET | NEEDS_TCP_TARGET | NEEDS_RDMA_TARGET },
+	[NVMETRACE_LMOD_NVME_TCP]	= { "nvme_tcp", NEEDS_TCP_HOST, NEEDS_TCP_HOST },
+	[NVMETRACE_LMOD_NVMET_TCP]	= { "nvmet_tcp", NEEDS_TCP_TARGET, NEEDS_TCP_TARGET },
+	[NVMETRACE_LMOD_NVME_RDMA]	= { "nvme_rdma", NEEDS_RDMA_HOST, NEEDS_RDMA_HOST },
+	[NVMETRACE_LMOD_NVMET_RDMA]	= { "nvmet_rdma", NEEDS_RDMA_TARGET, NEEDS_RDMA_TARGET },
+};
+
+/*
+ * The modules of lmods[] whose layout no longer holds: loaded again during
+ * the recording with BTF other than START's (or no identity to tell).
+ * Under hooks_lock; cleared by START, set again at each load.
+ */
+static bool lmod_stale[NVMETRACE_LMOD_NR];
+
+/* The identity of a module being loaded (MODULE_STATE_COMING only). */
+static struct nvmetrace_layout_id coming_layout_id(const struct module *mod)
+{
+	struct nvmetrace_layout_id id = { .known = false };
+
+#ifdef CONFIG_DEBUG_INFO_BTF_MODULES
+	/*
+	 * .BTF is not kept after the module's init: the loader clears
+	 * btf_data once the module is live, and the memory goes before.
+	 */
+	if (mod->btf_data && mod->btf_data_size) {
+		id.crc = nvmetrace_crc32c(mod->btf_data, mod->btf_data_size);
+		id.known = true;
+	}
+#endif
+	return id;
+}
+
+/*
+ * hooks_lock held, process context: a module is being loaded while
+ * recording.  If START carried its layout, the hooks that read it keep
+ * working only if it is the same module (the same BTF) as START's.
+ */
+static void layout_module_coming(const struct module *mod)
+{
+	struct nvmetrace_layout_id now;
+	int i;
+
+	for (i = 0; i < NVMETRACE_LMOD_NR; i++) {
+		if (strcmp(lmods[i].name, mod->name) || !(layout_have() & lmods[i].own))
+			continue;
+		now = coming_layout_id(mod);
+		lmod_stale[i] = !nvmetrace_layout_id_match(&nvmetrace_cfg.layout.id[i], &now);
+	}
+}
+
+/* hooks_lock held: whether h reads a layout that no longer holds */
+static bool hook_stale(struct nvmetrace_hook *h)
+{
+	u32 stale = 0;
+	int i;
+
+	for (i = 0; i < NVMETRACE_LMOD_NR; i++)
+		if (lmod_stale[i])
+			stale |= lmods[i].needs;
+	if (!(h->needs & stale))
+		return false;
+	h->state = NVMETRACE_HOOK_STALE;
+	h->err = -ESTALE;
+	return true;
 }
 
 static bool hook_wanted(const struct nvmetrace_hook *h)
@@ -405,6 +482,8 @@ static int tp_module_notify(struct notifier_block *nb, unsigned long val,
 		    strcmp(h->module, mod->name))
 			continue;
 		if (val == MODULE_STATE_COMING && hook_wanted(h)) {
+			if (hook_stale(h))
+				continue;
 			for (i = 0; i < mod->num_tracepoints; i++) {
 				struct tracepoint *tp =
 					tracepoint_ptr_deref(&mod->tracepoints_ptrs[i]);
@@ -436,6 +515,13 @@ static struct nvmetrace_hook *fn_hooks[NVMETRACE_HOOKS_MAX];
  * filter lets go of the module's addresses).  Registered before START
  * attaches anything and unregistered after STOP has detached everything, so
  * no module goes away unseen while a hook of it is attached.
+ *
+ * While the module is COMING its BTF is still there: a module whose layout
+ * START carried is compared with START's identity of it, and the hooks that
+ * read a layout that no longer holds stay off (NVMETRACE_HOOK_STALE) when
+ * their module goes live, or their tracepoints' module comes.  This notifier
+ * runs before the tracepoint core's (module_nb's priority), so that holds
+ * for nvmet's tracepoints too.
  */
 static int module_notify(struct notifier_block *nb, unsigned long val, void *data)
 {
@@ -443,12 +529,21 @@ static int module_notify(struct notifier_block *nb, unsigned long val, void *dat
 	struct nvmetrace_hook *h, **hp;
 	unsigned int i, n = 0;
 
+	if (val == MODULE_STATE_COMING) {
+		mutex_lock(&hooks_lock);
+		if (recording)
+			layout_module_coming(mod);
+		mutex_unlock(&hooks_lock);
+		return NOTIFY_OK;
+	}
 	if (val != MODULE_STATE_LIVE && val != MODULE_STATE_GOING)
 		return NOTIFY_DONE;
 	mutex_lock(&hooks_lock);
 	for (hp = hooks; (h = *hp); hp++) {
 		if (h->kind == NVMETRACE_HOOK_TRACEPOINT || !h->module ||
 		    strcmp(h->module, mod->name) || !hook_wanted(h))
+			continue;
+		if (val == MODULE_STATE_LIVE && hook_stale(h))
 			continue;
 		fn_hooks[n++] = h;
 	}
@@ -465,6 +560,8 @@ static int module_notify(struct notifier_block *nb, unsigned long val, void *dat
 
 static struct notifier_block module_nb = {
 	.notifier_call = module_notify,
+	/* before the tracepoint core's module notifier (priority 0) */
+	.priority = 1,
 };
 
 /* ------------------------------------------------------------ start/stop */
@@ -502,6 +599,7 @@ int nvmetrace_hooks_start(const struct nvmetrace_config *c,
 		if (hook_groups[i]->reset)
 			hook_groups[i]->reset();
 	nvmetrace_cfg = *c;
+	memset(lmod_stale, 0, sizeof(lmod_stale));
 	nvmetrace_sample_threshold = div64_u64(U64_MAX, nvmetrace_cfg.sample);
 	if (nvmetrace_cfg.sample == 1)
 		nvmetrace_sample_threshold = U64_MAX;

@@ -7,7 +7,8 @@
  * (pool.c) and DMA_COST (dmacost.c).
  *
  * Every command needs CAP_NET_ADMIN (GENL_ADMIN_PERM); START, STOP and
- * DMA_COST need CAP_SYS_ADMIN too, as /dev/nvmetrace does.  The family exists
+ * DMA_COST, which change what the kernel does, need CAP_SYS_ADMIN too, as
+ * /dev/nvmetrace does (checked in their handlers, which say so in extack).  The family exists
  * only in the initial network namespace (.netnsok unset): the rings are
  * global.  Every request is strictly validated against nvmetrace_genl_policy:
  * unknown or reply-only attributes, wrong lengths, unknown NVMETRACE_A_FLAGS
@@ -49,6 +50,7 @@ static const struct nla_policy nvmetrace_genl_layout_policy[NVMETRACE_L_MAX + 1]
 		NLA_POLICY_MAX(NLA_U32, 4095),
 	[NVMETRACE_L_RDMAT_WC_WR_CQE ... NVMETRACE_L_RDMAT_RSP_REQ] =
 		NLA_POLICY_MAX(NLA_U32, 4095),
+	[NVMETRACE_L_BTF_BASE ... NVMETRACE_L_BTF_LAST] = { .type = NLA_U32 },
 };
 
 /* Request attributes; all others (reply-only ones included) are rejected. */
@@ -200,6 +202,40 @@ static int nvmetrace_genl_layout_group(struct genl_info *info,
 	return 1;
 }
 
+/*
+ * The NVMETRACE_L_BTF_* identities, each only with the group of offsets of
+ * its module (already parsed into l).
+ */
+static int nvmetrace_genl_parse_layout_ids(struct genl_info *info,
+					   struct nlattr **tb,
+					   struct nvmetrace_layout *l)
+{
+	const bool have[NVMETRACE_LMOD_NR] = {
+		[NVMETRACE_LMOD_NVMET]		= l->valid,
+		[NVMETRACE_LMOD_NVME_TCP]	= l->tcp.valid,
+		[NVMETRACE_LMOD_NVMET_TCP]	= l->tcpt.valid,
+		[NVMETRACE_LMOD_NVME_RDMA]	= l->rdma.valid,
+		[NVMETRACE_LMOD_NVMET_RDMA]	= l->rdmat.valid,
+	};
+	int i;
+
+	BUILD_BUG_ON(NVMETRACE_L_BTF_LAST - NVMETRACE_L_BTF_BASE + 1 != NVMETRACE_LMOD_NR);
+	for (i = 0; i < NVMETRACE_LMOD_NR; i++) {
+		const struct nlattr *a = tb[NVMETRACE_L_BTF_BASE + i];
+
+		if (!a)
+			continue;
+		if (!have[i]) {
+			NL_SET_ERR_MSG_ATTR(info->extack, a,
+					    "layout: a module's BTF identity (NVMETRACE_L_BTF_*) without that module's offsets");
+			return -EINVAL;
+		}
+		l->id[i].crc = nla_get_u32(a);
+		l->id[i].known = true;
+	}
+	return 0;
+}
+
 /* NVMETRACE_A_LAYOUT: each group of offsets whole, or not at all. */
 static int nvmetrace_genl_parse_layout(struct genl_info *info,
 				       const struct nlattr *nest,
@@ -258,7 +294,7 @@ static int nvmetrace_genl_parse_layout(struct genl_info *info,
 	if (err < 0)
 		return err;
 	l->tcpt.valid = err;
-	return 0;
+	return nvmetrace_genl_parse_layout_ids(info, tb, l);
 }
 
 /* START's attributes into cfg; the policy has already checked each one. */

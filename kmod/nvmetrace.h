@@ -40,6 +40,7 @@
 #define NVMETRACE_READ_ONCE(x)		READ_ONCE(x)
 #define NVMETRACE_WRITE_ONCE(x, v)	WRITE_ONCE(x, v)
 #include "ring_core.h"
+#include "layout_id.h"
 
 #ifndef NVMETRACE_VERSION
 #error "NVMETRACE_VERSION unset: no VERSION file in kmod/ or above it (see Kbuild)"
@@ -96,9 +97,24 @@ struct nvmetrace_tcpt_layout {
 };
 
 /*
+ * The modules a layout group comes from, in NVMETRACE_L_BTF_* order: id[]
+ * of struct nvmetrace_layout is indexed by these.
+ */
+enum nvmetrace_lmod {
+	NVMETRACE_LMOD_NVMET,		/* valid: nvmet's group */
+	NVMETRACE_LMOD_NVME_TCP,	/* tcp */
+	NVMETRACE_LMOD_NVMET_TCP,	/* tcpt */
+	NVMETRACE_LMOD_NVME_RDMA,	/* rdma */
+	NVMETRACE_LMOD_NVMET_RDMA,	/* rdmat */
+	NVMETRACE_LMOD_NR,
+};
+
+/*
  * Byte offsets of the private fields the hooks read, from the running
  * kernel's BTF via user space (NVMETRACE_A_LAYOUT).  valid (nvmet's group)
- * is set only when START carried every one of them; tcp likewise.
+ * is set only when START carried every one of them; tcp likewise.  id[] is
+ * the identity of each group's module (NVMETRACE_L_BTF_*), known only when
+ * START carried it with the group.
  */
 struct nvmetrace_layout {
 	bool valid;
@@ -109,6 +125,7 @@ struct nvmetrace_layout {
 	struct nvmetrace_rdma_layout rdma;	/* nvme-rdma host */
 	struct nvmetrace_rdmat_layout rdmat;	/* nvmet-rdma target */
 	struct nvmetrace_tcpt_layout tcpt;	/* nvmet-tcp target */
+	struct nvmetrace_layout_id id[NVMETRACE_LMOD_NR];
 };
 
 /* What START asked for; parsed and range-checked by netlink.c. */

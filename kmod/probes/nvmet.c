@@ -53,13 +53,13 @@ static int kp_nvmet_bio_done(struct kprobe *kp, struct pt_regs *regs)
 
 static struct nvmetrace_hook nvmet_hooks[] = {
 	{ "nvmet_req_init", "nvmet", NVMETRACE_HOOK_TRACEPOINT,
-	  NVMETRACE_ROLE_TARGET, probe_nvmet_init },
+	  NVMETRACE_ROLE_TARGET, probe_nvmet_init, .needs = NEEDS_NVMET },
 	{ "nvmet_bdev_execute_rw", "nvmet", NVMETRACE_HOOK_FTRACE,
-	  NVMETRACE_ROLE_TARGET, NULL, kp_nvmet_exec },
+	  NVMETRACE_ROLE_TARGET, NULL, kp_nvmet_exec, .needs = NEEDS_NVMET },
 	{ "nvmet_bio_done", "nvmet", NVMETRACE_HOOK_FTRACE,
-	  NVMETRACE_ROLE_TARGET, NULL, kp_nvmet_bio_done },
+	  NVMETRACE_ROLE_TARGET, NULL, kp_nvmet_bio_done, .needs = NEEDS_NVMET },
 	{ "nvmet_req_complete", "nvmet", NVMETRACE_HOOK_TRACEPOINT,
-	  NVMETRACE_ROLE_TARGET, probe_nvmet_complete },
+	  NVMETRACE_ROLE_TARGET, probe_nvmet_complete, .needs = NEEDS_NVMET },
 };
 
 struct nvmetrace_hook_group nvmetrace_nvmet_hooks = {

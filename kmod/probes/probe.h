@@ -32,6 +32,7 @@
 #define NEEDS_RDMA_HOST		(1u << 2)	/* cfg.layout.rdma */
 #define NEEDS_RDMA_TARGET	(1u << 3)	/* cfg.layout.rdmat */
 #define NEEDS_TCP_TARGET	(1u << 1)	/* cfg.layout.tcpt (and nvmet's) */
+#define NEEDS_NVMET		(1u << 4)	/* cfg.layout's nvmet group (valid) */
 
 struct nvmetrace_hook {
 	const char *name;	/* tracepoint or function */

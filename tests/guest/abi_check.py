@@ -86,8 +86,8 @@ fam = struct.unpack("H", msgs[0][CTRL_ATTR_FAMILY_ID])[0]
 
 err, msgs, _ = g.req(fam, CMD["GET_VERSION"])
 v = msgs[0] if msgs else {}
-check(err == 0 and u32(v[A["ABI_VERSION"]]) == 2 and u32(v[A["RING_VERSION"]]) == 1,
-      "GET_VERSION abi 2, ring 1")
+check(err == 0 and u32(v[A["ABI_VERSION"]]) == 3 and u32(v[A["RING_VERSION"]]) == 1,
+      "GET_VERSION abi 3, ring 1")
 mv = v.get(A["MODULE_VERSION"], b"").rstrip(b"\0").decode()
 check(mv == open(os.environ["NVMETRACE_SRC"] + "/VERSION").read().strip(), "MODULE_VERSION " + mv)
 
@@ -143,6 +143,11 @@ check(hooks.get("nvme_setup_cmd", (9,))[0] == (1 if nvme_core else 2),
 devs = attr(A["DEVS"] | 0x8000, b"".join(attr(A["DEV"], struct.pack("I", i)) for i in range(17)))
 err, _, ext = g.req(fam, CMD["START"], attr(A["ROLE"], struct.pack("I", 3)) + devs)
 check(err == -errno.EINVAL, "START 17 devs -> EINVAL ('%s')" % ext)
+# a module's BTF identity (NVMETRACE_L_BTF_NVME_TCP = 145) without its offsets
+lay = attr(A["LAYOUT"] | 0x8000, attr(145, struct.pack("I", 0x1234)))
+err, _, ext = g.req(fam, CMD["START"], attr(A["ROLE"], struct.pack("I", 1)) + lay)
+check(err == -errno.EINVAL and "BTF identity" in ext,
+      "START with an identity but no layout -> EINVAL ('%s')" % ext)
 err, msgs, _ = g.req(fam, CMD["STOP"])
 check(err == 0 and msgs and u32(msgs[0][A["STATE"]]) == 0, "STOP -> IDLE")
 err, msgs, _ = g.req(fam, CMD["GET_HOOKS"], flags=NLM_F_DUMP)
@@ -157,6 +162,16 @@ rc, out = sh("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
              "b=struct.pack('BBH',1,1,0);s.send(struct.pack('IHHII',16+len(b),%d,5,1,0)+b);"
              "d=s.recv(4096);print(struct.unpack_from('i',d,16)[0])" % fam)
 check(out.strip() == str(-errno.EPERM), "unprivileged GET_VERSION -> EPERM (%s)" % out)
+# root with CAP_NET_ADMIN but not CAP_SYS_ADMIN: START is refused, and says what it needs
+rc, out = sh("setpriv", "--bounding-set=-sys_admin", "--inh-caps=-sys_admin",
+             sys.executable, "-c",
+             "import socket,struct;s=socket.socket(16,3,16);s.setsockopt(270,11,1);"
+             "b=struct.pack('BBH',3,1,0)+struct.pack('HHI',8,%d,1);"
+             "s.send(struct.pack('IHHII',16+len(b),%d,5,1,0)+b);"
+             "d=s.recv(4096);print(struct.unpack_from('i',d,16)[0],b'needs CAP_SYS_ADMIN' in d)"
+             % (A["ROLE"], fam))
+check(out.strip() == "%d True" % -errno.EPERM,
+      "START without CAP_SYS_ADMIN -> EPERM, 'needs CAP_SYS_ADMIN' (%s)" % out)
 
 # ---------------------------------------------------------------- mmap
 stt = os.stat("/dev/nvmetrace")

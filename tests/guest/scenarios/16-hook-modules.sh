@@ -6,7 +6,9 @@
 # for all of them (no ftrace_ops_assist_func in between); after the host disconnects and
 # nvme_tcp is removed
 # they are gone from both; after nvme_tcp is loaded again and the host reconnects they are
-# back, and the recording survives a fio run. After the recording neither enabled_functions
+# back (nvme_tcp is the same module: its BTF has the identity START carried with its layout,
+# so its hooks are not left STALE, which the recorder would report), and the recording
+# survives a fio run. After the recording neither enabled_functions
 # nor the kprobe list holds any of them (nor the do_io_getevents kretprobe).
 # Then a target-only recording whose modules (nvmet_tcp, nvmet) all go away: nothing stays
 # hooked (nvmetrace's ftrace ops is unregistered, never left with an empty filter, which
@@ -82,6 +84,7 @@ trap - EXIT
 kill -INT $REC
 wait $REC || { cat "$RESULTS/record.out"; fail "record failed"; }
 fio_check rd
+! grep -q STALE "$RESULTS/record.out" || fail "hooks left STALE by an unchanged nvme_tcp: $(grep STALE "$RESULTS/record.out")"
 
 # nothing left behind
 cp $EF "$RESULTS/enabled-4.txt"
@@ -113,6 +116,7 @@ hooked nvmet_bdev_execute_rw | grep -q -- '->fhook_entry' || fail "nvmet_bdev_ex
 trap - EXIT
 kill -INT $REC
 wait $REC || { cat "$RESULTS/record-t.out"; fail "target record failed"; }
+! grep -q STALE "$RESULTS/record-t.out" || fail "hooks left STALE by unchanged nvmet/nvmet_tcp: $(grep STALE "$RESULTS/record-t.out")"
 ! grep -q fhook_entry $EF || fail "hooks left in $EF after the target recording: $(cat $EF)"
 rmmod nvmetrace || fail "rmmod failed"
 nvme_disconnect_all

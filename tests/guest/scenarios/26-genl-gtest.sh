@@ -1,15 +1,21 @@
 #!/bin/bash
 # 26-genl-gtest: the tool's GoogleTests that need the real module (they skip on a machine
 # without it, as in the unit stage) run here with nvmetrace.ko loaded; none may skip.
-# lane-timeout: 60
+# nvme_tcp is loaded with no controller, so Genl.ReloadedModule* can load it again while
+# recording: with START's identity of its BTF its hooks come back, with another they stay STALE.
+# lane-timeout: 90
 . "$NVMETRACE_SRC/tests/guest/lib.sh"
 need_ko
-t=$NVMETRACE_SRC/build/user/tests/genl_test
-[ -x "$t" ] || fail "$t not built (cmake --build build/user)"
+# the tests built beside the tool the lane runs (NVMETRACE_BUILD/user), else build/user
+bdir=$(dirname "${NVMETRACE_BIN:-$NVMETRACE_SRC/build/user/nvmetrace}")
+t=$bdir/tests/genl_test
+[ -x "$t" ] || fail "$t not built (cmake --build $bdir)"
+modprobe nvme_tcp || fail "cannot load nvme_tcp"
 insmod "$NVMETRACE_KO" || fail "insmod failed"
-"$t" --gtest_color=no --gtest_filter='Genl.StartValidates*:Genl.VersionAndStatus*:Genl.*FromTheModule*' 2>&1 | tee "$RESULTS/genl_test.log"
+"$t" --gtest_color=no --gtest_filter='Genl.StartValidates*:Genl.VersionAndStatus*:Genl.*FromTheModule*:Genl.ReloadedModule*' 2>&1 | tee "$RESULTS/genl_test.log"
 rc=${PIPESTATUS[0]}
 rmmod nvmetrace || fail "rmmod failed"
+modprobe -r nvme_tcp || true
 [ "$rc" -eq 0 ] || fail "genl_test failed with the module loaded"
 ! grep -q '^\[  SKIPPED \]' "$RESULTS/genl_test.log" || fail "a module test skipped with the module loaded"
 grep -q '^\[  PASSED  \] [1-9]' "$RESULTS/genl_test.log" || fail "genl_test ran no test"

@@ -31,6 +31,8 @@ const char* state_word(uint32_t state) {
             return "inline";
         case NVMETRACE_HOOK_SPARE:
             return "spare";
+        case NVMETRACE_HOOK_STALE:
+            return "STALE";
         default:
             return "-";
     }
@@ -149,6 +151,8 @@ int run_probe(const ProbeOptions& opts) {
                 note = "inlined in this kernel: its stand-in records its events";
             else if (h.state == NVMETRACE_HOOK_SPARE)
                 note = "a stand-in, not needed: the hooks it stands in for are attached";
+            else if (h.state == NVMETRACE_HOOK_STALE)
+                note = stale_note(h.name);
             else if (h.state == NVMETRACE_HOOK_FAILED)
                 note = fmt::format("attach failed: error {}", h.error);
             fmt::print("  {:<6} {:<28} {:<10} {}\n", state_word(state), h.name,
@@ -156,7 +160,8 @@ int run_probe(const ProbeOptions& opts) {
                        : h.kind == NVMETRACE_HOOK_KPROBE ? "kprobe"
                                                          : "tracepoint",
                        note);
-            if (state == NVMETRACE_HOOK_FAILED || state == NVMETRACE_HOOK_ABSENT)
+            if (state == NVMETRACE_HOOK_FAILED || state == NVMETRACE_HOOK_ABSENT ||
+                state == NVMETRACE_HOOK_STALE)
                 ok = false;
         }
     }

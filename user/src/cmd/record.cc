@@ -95,6 +95,7 @@ void report_hooks(GenlClient& genl, const std::string& transport) {
             (transport.empty() || !mod.ends_with(transport)))
             continue;
         const char* why = nullptr;
+        std::string stale;
         switch (h.state) {
             case NVMETRACE_HOOK_WAITING:
                 why = "WAITING (its module is not loaded, or the function is not in it)";
@@ -104,6 +105,10 @@ void report_hooks(GenlClient& genl, const std::string& transport) {
                 break;
             case NVMETRACE_HOOK_FAILED:
                 why = h.error == -ENODATA ? "FAILED: its struct layout is unknown (BTF)" : "FAILED";
+                break;
+            case NVMETRACE_HOOK_STALE:
+                stale = "STALE: " + stale_note(h.name);
+                why = stale.c_str();
                 break;
             default:
                 break;
@@ -120,6 +125,14 @@ std::string_view transport_module(std::string_view hook) {
         if (hook.starts_with(m) && hook.size() > m.size() && hook[m.size()] == '_')
             return m;
     return "";
+}
+
+std::string stale_note(std::string_view hook) {
+    std::string_view mod = transport_module(hook);
+    if (mod.empty())
+        mod = hook.starts_with("nvmet_") ? "nvmet" : "its module";
+    return fmt::format("layout of the reloaded {} differs from START's: restart the recording",
+                       mod);
 }
 
 namespace {
@@ -147,10 +160,11 @@ LayoutNotes fill_layouts(uint32_t role, StartArgs& start) {
         int checked = 0;
         auto proto = l ? btf.probe_prototype_mismatch("nvmet", &checked) : std::nullopt;
         notes.target_tracepoints = tracepoints_note("nvmet", btf, checked);
-        if (l && !proto)
+        if (l && !proto) {
             start.layout = {l->req_cmd.offset, l->req_cqe.offset, l->req_sq.offset,
                             l->sq_ctrl.offset, l->sq_qid.offset,  l->ctrl_cntlid.offset};
-        else
+            start.nvmet_btf = module_btf_id("nvmet");
+        } else
             notes.nvmet_error = proto ? "nvmet's " + *proto : "nvmet's layout: " + btf.error();
     }
     // The same for nvme-core's tracepoints and the host role, when nvme_core
@@ -167,9 +181,10 @@ LayoutNotes fill_layouts(uint32_t role, StartArgs& start) {
     if ((role & NVMETRACE_ROLE_TARGET) && !start.layout.empty()) {
         BtfLayout btf = BtfLayout::load("nvmet_tcp");
         auto l = btf.ok() ? btf.nvmet_tcp() : std::nullopt;
-        if (l)
+        if (l) {
             start.tcpt_layout = l->offsets;
-        else
+            start.tcpt_btf = module_btf_id("nvmet_tcp");
+        } else
             notes.tcpt_error = btf.error();
     }
     // Without nvme-tcp's layout (nvme_tcp not loaded, no module BTF) its
@@ -177,24 +192,27 @@ LayoutNotes fill_layouts(uint32_t role, StartArgs& start) {
     if (role & NVMETRACE_ROLE_HOST) {
         BtfLayout btf = BtfLayout::load("nvme_tcp");
         auto l = btf.ok() ? btf.nvme_tcp() : std::nullopt;
-        if (l)
+        if (l) {
             start.tcp_layout = l->offsets;
-        else
+            start.tcp_btf = module_btf_id("nvme_tcp");
+        } else
             notes.tcp_error = btf.error();
         BtfLayout rdma = BtfLayout::load("nvme_rdma");
         auto r = rdma.ok() ? rdma.nvme_rdma() : std::nullopt;
-        if (r)
+        if (r) {
             start.rdma_layout = r->offsets;
-        else
+            start.rdma_btf = module_btf_id("nvme_rdma");
+        } else
             notes.rdma_error = rdma.error();
     }
     // nvmet-rdma's hooks read nvmet's fields as well: only with nvmet's layout.
     if ((role & NVMETRACE_ROLE_TARGET) && !start.layout.empty()) {
         BtfLayout btf = BtfLayout::load("nvmet_rdma");
         auto l = btf.ok() ? btf.nvmet_rdma() : std::nullopt;
-        if (l)
+        if (l) {
             start.rdmat_layout = l->offsets;
-        else
+            start.rdmat_btf = module_btf_id("nvmet_rdma");
+        } else
             notes.rdmat_error = btf.error();
     }
     return notes;
@@ -495,6 +513,11 @@ int run_record(const RecordOptions& opts) {
         genl.stop();
         throw;
     }
+    // a module loaded again meanwhile whose layout is not START's: its
+    // hooks stopped recording then, and the components they split merged
+    for (const auto& h : genl.get_hooks())
+        if (h.state == NVMETRACE_HOOK_STALE)
+            fmt::print(stderr, "nvmetrace: hook {}: STALE: {}\n", h.name, stale_note(h.name));
     genl.stop();
     if (child && !child->exited()) {
         // -d or a signal ended the recording first: the command ends too

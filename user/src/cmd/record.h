@@ -92,6 +92,10 @@ LayoutNotes fill_layouts(uint32_t role, StartArgs& start);
 // for nvme_rdma_recv_done), or "" for the block, nvme-core and nvmet hooks.
 std::string_view transport_module(std::string_view hook);
 
+// Why a hook is NVMETRACE_HOOK_STALE: "layout of the reloaded nvme_tcp
+// differs from START's: restart the recording".
+std::string stale_note(std::string_view hook);
+
 // Puts the records drained from the per-CPU rings into one time order.  Each
 // ring is in time order (a record's timestamp is taken inside its
 // reservation); across rings, a record is committed within microseconds of its

@@ -1,14 +1,18 @@
 #include "kernel/btf_layout.h"
 
+#include "format/recfile.h"
+
 #include <linux/nvmetrace.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <fstream>
 #include <iterator>
 #include <span>
 #include <utility>
+#include <vector>
 
 #include <bpf/btf.h>
 #include <fmt/format.h>
@@ -74,6 +78,28 @@ BtfLayout::~BtfLayout() {
         btf__free(module_btf_);
     if (base_)
         btf__free(base_);
+}
+
+std::optional<uint32_t> module_btf_id(const std::string& module, const std::string& btf_dir,
+                                      std::string* error) {
+    const std::string path = btf_dir + "/" + module;
+    std::ifstream in(path, std::ios::binary);
+    if (!in) {
+        if (error)
+            *error = fmt::format(
+                "cannot read module BTF {}: {} (module not loaded, or kernel without "
+                "CONFIG_DEBUG_INFO_BTF_MODULES)",
+                path, errtext(errno));
+        return std::nullopt;
+    }
+    const std::vector<char> bytes{std::istreambuf_iterator<char>(in),
+                                  std::istreambuf_iterator<char>()};
+    if (bytes.empty()) {
+        if (error)
+            *error = fmt::format("module BTF {} is empty", path);
+        return std::nullopt;
+    }
+    return crc32c(std::as_bytes(std::span(bytes)));
 }
 
 BtfLayout BtfLayout::load(const std::string& module, const std::string& btf_dir) {

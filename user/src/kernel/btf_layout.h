@@ -41,6 +41,13 @@ struct NvmetTcpLayout {
     std::vector<uint32_t> offsets;  // NVMETRACE_L_NVMET_TCP_BASE + i
 };
 
+// The identity of a module's layout (NVMETRACE_L_BTF_*): the CRC-32C of its
+// BTF file, btf_dir/<module> (normally /sys/kernel/btf/<module>).  nullopt
+// and *error (when given) set when it cannot be read.
+std::optional<uint32_t> module_btf_id(const std::string& module,
+                                      const std::string& btf_dir = "/sys/kernel/btf",
+                                      std::string* error = nullptr);
+
 // Looks up struct members in /sys/kernel/btf/vmlinux + /sys/kernel/btf/<module>
 // (or files given for tests). Errors are returned as text, never thrown past.
 class BtfLayout {

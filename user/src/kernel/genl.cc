@@ -398,6 +398,23 @@ State GenlClient::start(const StartArgs& args) {
     if (!args.tcpt_layout.empty() && args.tcpt_layout.size() != kTcptOffsets)
         throw Error(fmt::format("START: the nvmet-tcp layout needs {} offsets, got {}",
                                 kTcptOffsets, args.tcpt_layout.size()));
+    // Each module's BTF identity goes with its layout, never alone.
+    const struct {
+        const std::optional<uint32_t>& id;
+        const std::vector<uint32_t>& layout;
+        int attr;
+        const char* what;
+    } ids[] = {
+        {args.nvmet_btf, args.layout, NVMETRACE_L_BTF_NVMET, "nvmet"},
+        {args.tcp_btf, args.tcp_layout, NVMETRACE_L_BTF_NVME_TCP, "nvme-tcp"},
+        {args.tcpt_btf, args.tcpt_layout, NVMETRACE_L_BTF_NVMET_TCP, "nvmet-tcp"},
+        {args.rdma_btf, args.rdma_layout, NVMETRACE_L_BTF_NVME_RDMA, "nvme-rdma"},
+        {args.rdmat_btf, args.rdmat_layout, NVMETRACE_L_BTF_NVMET_RDMA, "nvmet-rdma"},
+    };
+    for (const auto& m : ids)
+        if (m.id && m.layout.empty())
+            throw Error(fmt::format(
+                "START: a BTF identity of {} without its layout: give both, or neither", m.what));
     if (!args.layout.empty() || !args.tcp_layout.empty() || !args.tcpt_layout.empty() ||
         !args.rdma_layout.empty() || !args.rdmat_layout.empty()) {
         nlattr* lay = nla_nest_start(msg.get(), NVMETRACE_A_LAYOUT | NLA_F_NESTED);
@@ -417,6 +434,9 @@ State GenlClient::start(const StartArgs& args) {
         for (size_t i = 0; ok && i < args.tcpt_layout.size(); i++)
             ok = nla_put_u32(msg.get(), static_cast<int>(NVMETRACE_L_NVMET_TCP_BASE + i),
                              args.tcpt_layout[i]) == 0;
+        for (const auto& m : ids)
+            if (ok && m.id)
+                ok = nla_put_u32(msg.get(), m.attr, *m.id) == 0;
         ok = ok && nla_nest_end(msg.get(), lay) >= 0;
         if (!ok)
             throw Error("START: cannot build the layout attribute");

@@ -65,6 +65,12 @@ struct StartArgs {
     // nvmet-tcp's (NVMETRACE_L_NVMET_TCP_BASE .. _LAST order), from BTF;
     // empty: the nvmet-tcp hooks are refused.
     std::vector<uint32_t> tcpt_layout;
+    // The identity of the module each layout above comes from
+    // (NVMETRACE_L_BTF_*: module_btf_id()), only with that layout.  When
+    // the module is loaded again during the recording, the hooks that read
+    // its layout re-attach only if its BTF still has this identity; without
+    // one they stay off (NVMETRACE_HOOK_STALE).
+    std::optional<uint32_t> nvmet_btf, tcp_btf, tcpt_btf, rdma_btf, rdmat_btf;
 };
 
 // One NVMETRACE_A_HOOK nest of the GET_HOOKS dump.

@@ -468,5 +468,16 @@ TEST(TransportModule, ByTheHooksName) {
     EXPECT_EQ(transport_module("nvmet_req_init"), "");
 }
 
+TEST(StaleNote, NamesTheModuleAndWhatToDo) {
+    EXPECT_EQ(stale_note("nvme_tcp_recv_skb"),
+              "layout of the reloaded nvme_tcp differs from START's: restart the recording");
+    EXPECT_EQ(stale_note("nvmet_tcp_queue_response"),
+              "layout of the reloaded nvmet_tcp differs from START's: restart the recording");
+    EXPECT_EQ(stale_note("nvmet_req_init"),
+              "layout of the reloaded nvmet differs from START's: restart the recording");
+    EXPECT_EQ(stale_note("nvme_rdma_recv_done"),
+              "layout of the reloaded nvme_rdma differs from START's: restart the recording");
+}
+
 }  // namespace
 }  // namespace nvmetrace

@@ -7,6 +7,7 @@
 
 #include <stdio.h>
 
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -157,6 +158,37 @@ TEST_F(BtfLayoutTest, OtherModulesHaveNothingToCheck) {
     BtfLayout l = module({-1, -2});
     ASSERT_TRUE(l.ok());
     EXPECT_EQ(l.probe_prototype_mismatch("nvme_tcp"), std::nullopt);
+}
+
+// The identity START carries with a module's layout: the CRC-32C of the
+// module's BTF file as the kernel exposes it, the value the module computes
+// over the .BTF section of a module being loaded (kmod/layout_id.h).
+TEST(ModuleBtfId, Crc32cOfTheFile) {
+    test::TempDir dir;
+    {
+        std::ofstream f(dir.path("nvme_tcp"), std::ios::binary);
+        f << "123456789";
+    }
+    std::string err;
+    EXPECT_EQ(module_btf_id("nvme_tcp", dir.root().string(), &err), 0xe3069283u);
+    EXPECT_EQ(err, "");
+    {
+        std::ofstream f(dir.path("nvme_tcp"), std::ios::binary);
+        f << "123456780";  // one byte changed: another identity
+    }
+    EXPECT_NE(module_btf_id("nvme_tcp", dir.root().string()), 0xe3069283u);
+}
+
+TEST(ModuleBtfId, MissingOrEmptyFileIsAClearError) {
+    test::TempDir dir;
+    std::string err;
+    EXPECT_EQ(module_btf_id("nvmet_tcp", dir.root().string(), &err), std::nullopt);
+    EXPECT_NE(err.find("cannot read module BTF " + dir.path("nvmet_tcp")), std::string::npos)
+        << err;
+    EXPECT_NE(err.find("module not loaded"), std::string::npos) << err;
+    std::ofstream(dir.path("nvmet_tcp")).close();
+    EXPECT_EQ(module_btf_id("nvmet_tcp", dir.root().string(), &err), std::nullopt);
+    EXPECT_EQ(err, "module BTF " + dir.path("nvmet_tcp") + " is empty");
 }
 
 }  // namespace

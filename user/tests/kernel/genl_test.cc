@@ -3,15 +3,21 @@
 // "not loaded" path is checked only when it does not.
 #include "kernel/genl.h"
 
+#include "cmd/record.h"
+#include "kernel/btf_layout.h"
 #include "util/error.h"
 
 #include <errno.h>
 #include <linux/nvmetrace.h>
 #include <unistd.h>
 
+#include <cstdlib>
+#include <fstream>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -100,6 +106,15 @@ TEST(Genl, RefusedRequestNamesTheCommand) {
     EXPECT_THAT(*err, ::testing::StartsWith("START: "));
 }
 
+TEST(Genl, LayoutIdentityGoesOnlyWithItsLayout) {
+    // checked before anything is sent: nlctrl never sees it
+    StartArgs args;
+    args.role = NVMETRACE_ROLE_HOST;
+    args.tcp_btf = 0x1234;
+    EXPECT_EQ(error_from_nlctrl([&args](GenlClient& c) { c.start(args); }),
+              "START: a BTF identity of nvme-tcp without its layout: give both, or neither");
+}
+
 TEST(Genl, StartValidatesItsArgumentsBeforeSending) {
     if (!module_loaded())
         GTEST_SKIP() << "needs the nvmetrace module";
@@ -155,6 +170,83 @@ TEST(Genl, PoolAndDmaCostFromTheModule) {
         EXPECT_THAT(e.what(), HasSubstr("DMA_COST: Invalid argument: DEV has major 0"));
     }
     EXPECT_THROW(client.dma_cost(7u << 20 | 250u, NVMETRACE_DMA_ITERS_MAX + 1), Error);
+}
+
+// The state of every nvme_tcp hook in the dump, by name.
+std::map<std::string, uint32_t> tcp_hook_states(GenlClient& client) {
+    std::map<std::string, uint32_t> out;
+    for (const HookInfo& h : client.get_hooks())
+        if (transport_module(h.name) == "nvme_tcp")
+            out[h.name] = h.state;
+    return out;
+}
+
+// Whether tracefs lists `fn` among the functions ftrace calls out of.
+bool ftrace_hooked(const std::string& fn) {
+    std::ifstream ef("/sys/kernel/tracing/enabled_functions");
+    std::string line;
+    while (std::getline(ef, line))
+        if (line.starts_with(fn + " ") || line == fn)
+            return true;
+    return false;
+}
+
+void reload_nvme_tcp() {
+    ASSERT_EQ(std::system("modprobe -r nvme_tcp && modprobe nvme_tcp"), 0)
+        << "cannot reload nvme_tcp (a controller connected?)";
+}
+
+// nvme_tcp loaded again during a recording: with START's identity of its
+// BTF (the module is the same) its hooks attach again; with another (as a
+// rebuilt module would have) they stay off, STALE, and hook nothing, while
+// the hooks that read no private layout stay attached.  Reloads nvme_tcp:
+// 26-genl-gtest loads it with no controller connected.
+TEST(Genl, ReloadedModuleWithOtherLayoutLeavesItsHooksStale) {
+    if (!module_loaded())
+        GTEST_SKIP() << "needs the nvmetrace module";
+    if (access("/sys/module/nvme_tcp", F_OK) != 0)
+        GTEST_SKIP() << "needs nvme_tcp loaded";
+    GenlClient client;
+    StartArgs args;
+    args.role = NVMETRACE_ROLE_HOST;
+    fill_layouts(args.role, args);
+    ASSERT_FALSE(args.tcp_layout.empty()) << "no nvme_tcp layout from BTF";
+    ASSERT_TRUE(args.tcp_btf.has_value()) << "no identity of nvme_tcp's BTF";
+    std::string err;
+    EXPECT_EQ(module_btf_id("nvme_tcp", "/sys/kernel/btf", &err), args.tcp_btf) << err;
+
+    for (const bool same : {true, false}) {
+        SCOPED_TRACE(same ? "START's identity" : "another identity");
+        StartArgs a = args;
+        if (!same)
+            *a.tcp_btf ^= 0x80000000u;
+        ASSERT_EQ(client.start(a), State::kRecording);
+        const auto before = tcp_hook_states(client);
+        std::vector<std::string> attached;
+        for (const auto& [name, state] : before)
+            if (state == NVMETRACE_HOOK_ATTACHED)
+                attached.push_back(name);
+        EXPECT_FALSE(attached.empty()) << "no nvme_tcp hook attached at START";
+        EXPECT_TRUE(ftrace_hooked("nvme_tcp_recv_skb"));
+
+        reload_nvme_tcp();
+        const auto after = tcp_hook_states(client);
+        for (const auto& name : attached) {
+            EXPECT_EQ(after.at(name),
+                      same ? unsigned{NVMETRACE_HOOK_ATTACHED} : unsigned{NVMETRACE_HOOK_STALE})
+                << name;
+            EXPECT_EQ(ftrace_hooked(name), same) << name << " in enabled_functions";
+        }
+        for (const HookInfo& h : client.get_hooks()) {
+            if (h.name == "block_rq_issue") {
+                EXPECT_EQ(h.state, unsigned{NVMETRACE_HOOK_ATTACHED});
+            }
+            if (h.state == NVMETRACE_HOOK_STALE) {
+                EXPECT_EQ(h.error, -ESTALE) << h.name;
+            }
+        }
+        EXPECT_EQ(client.stop(), State::kIdle);
+    }
 }
 
 }  // namespace

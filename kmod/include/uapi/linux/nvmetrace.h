@@ -22,7 +22,7 @@
 
 #include <linux/types.h>
 
-#define NVMETRACE_ABI_VERSION		2
+#define NVMETRACE_ABI_VERSION		3
 #define NVMETRACE_DEVICE_NAME		"nvmetrace"	/* /dev/nvmetrace */
 #define NVMETRACE_GENL_NAME		"nvmetrace"
 #define NVMETRACE_GENL_VERSION		1
@@ -398,6 +398,23 @@ enum nvmetrace_layout_attr {
 	NVMETRACE_L_RDMAT_RSP_READ_CQE,	/* struct nvmet_rdma_rsp.read_cqe */
 	NVMETRACE_L_RDMAT_RSP_REQ,	/* struct nvmet_rdma_rsp.req (struct nvmet_req) */
 
+	/*
+	 * The identity of each module a group's offsets come from: the
+	 * CRC-32C (Castagnoli; initial and final value ~0) of its BTF as
+	 * /sys/kernel/btf/<module> exposes it, a u32, given only with that
+	 * module's group.  When the module is loaded again during the
+	 * recording, the hooks that read its layout re-attach only if the new
+	 * module's BTF has the same identity; else they stay off
+	 * (NVMETRACE_HOOK_STALE).  Absent: they stay off after any reload.
+	 */
+	NVMETRACE_L_BTF_BASE		= 144,
+	NVMETRACE_L_BTF_NVMET		= NVMETRACE_L_BTF_BASE, /* nvmet (REQ_CMD .. CTRL_CNTLID) */
+	NVMETRACE_L_BTF_NVME_TCP,	/* nvme_tcp (the NVMETRACE_L_TCP_* group) */
+	NVMETRACE_L_BTF_NVMET_TCP,	/* nvmet_tcp (NVMETRACE_L_NVMET_TCP_*) */
+	NVMETRACE_L_BTF_NVME_RDMA,	/* nvme_rdma (NVMETRACE_L_RDMA_*) */
+	NVMETRACE_L_BTF_NVMET_RDMA,	/* nvmet_rdma (NVMETRACE_L_RDMAT_*) */
+	NVMETRACE_L_BTF_LAST		= NVMETRACE_L_BTF_NVMET_RDMA,
+
 	__NVMETRACE_L_MAX		= 160,
 };
 #define NVMETRACE_L_MAX (__NVMETRACE_L_MAX - 1)
@@ -540,6 +557,12 @@ enum nvmetrace_hook_state {
 	 * it has nothing to record.
 	 */
 	NVMETRACE_HOOK_SPARE		= 6,
+	/*
+	 * Off: its module was loaded again during the recording and the
+	 * layout it reads (NVMETRACE_L_BTF_*) is not the one START carried
+	 * (other BTF, or no identity to compare).  A new START reads it anew.
+	 */
+	NVMETRACE_HOOK_STALE		= 7,
 };
 
 /* ------------------------------------------------------- size checks */
