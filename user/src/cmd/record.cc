@@ -367,6 +367,9 @@ int run_record(const RecordOptions& opts) {
     // Whatever an earlier recording left in the rings is not ours.
     rings.drain([](uint32_t, std::span<const nvmetrace_rec>) {});
     const uint64_t lost_before = rings.lost();
+    std::vector<uint64_t> lost_before_cpu;
+    for (const auto& st : rings.stats())
+        lost_before_cpu.push_back(st.lost);
 
     RecordingMeta meta = make_recording_meta();
     meta.module_version = mv.module_version;
@@ -512,6 +515,7 @@ int run_record(const RecordOptions& opts) {
     }
     const uint64_t t_end = monotonic_ns();
     loop.drain();
+    loop.close_open_gaps();
     loop.release(t_end, true);
     if (stage) {
         stage->submit(t_end);
@@ -548,7 +552,7 @@ int run_record(const RecordOptions& opts) {
     RecordingTrailer trailer;
     trailer.lost = rings.lost() - lost_before;
     for (const auto& st : rings.stats())
-        trailer.lost_per_cpu.push_back(st.lost);
+        trailer.lost_per_cpu.push_back(st.lost - lost_before_cpu.at(st.cpu));
     const AssemblyCounts& counts = summary_assembler->counts();
     trailer.stats = {{"commands", counts.complete}, {"incomplete", counts.incomplete()}};
     writer.close(trailer);
