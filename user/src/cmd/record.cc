@@ -539,6 +539,7 @@ int run_record(const RecordOptions& opts) {
             summary_assembler = &*file_assembler;
         }
         writer.flush();
+        summary_assembler->set_gaps(gap_runs_in(output.path));
         RecordingReader back = RecordingReader::open(output.path);
         back.for_each([&](std::span<const nvmetrace_rec> recs) {
             for (const auto& r : recs)
@@ -562,6 +563,7 @@ int run_record(const RecordOptions& opts) {
                writer.records_written(), output.path);
     ReportOptions ro;
     ro.detail = opts.detail;
+    ro.origin_ns = static_cast<uint64_t>(meta.start_monotonic_ns);
     ro.lost_host = role & NVMETRACE_ROLE_HOST ? trailer.lost : 0;
     ro.lost_target = role == NVMETRACE_ROLE_TARGET ? trailer.lost : 0;
     fmt::print("{}", summary_text(summary, counts, ro));
