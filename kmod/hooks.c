@@ -594,7 +594,12 @@ int nvmetrace_hooks_start(const struct nvmetrace_config *c,
 	}
 
 	mutex_lock(&hooks_lock);
-	/* no hook runs: each probe file forgets the last recording's state */
+	/*
+	 * no hook runs: the rings forget the last recording's open drop runs
+	 * (its recorder took them from the control pages), and each probe
+	 * file forgets the last recording's state
+	 */
+	nvmetrace_rings_forget_gaps();
 	for (i = 0; i < ARRAY_SIZE(hook_groups); i++)
 		if (hook_groups[i]->reset)
 			hook_groups[i]->reset();

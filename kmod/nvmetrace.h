@@ -26,6 +26,7 @@
 #include <linux/percpu.h>
 #include <linux/irqflags.h>
 #include <linux/preempt.h>
+#include <linux/timekeeping.h>
 #include <linux/types.h>
 #include <asm/barrier.h>
 
@@ -39,6 +40,8 @@
 #define NVMETRACE_STORE_RELEASE(p, v)	smp_store_release(p, v)	/* of our own index */
 #define NVMETRACE_READ_ONCE(x)		READ_ONCE(x)
 #define NVMETRACE_WRITE_ONCE(x, v)	WRITE_ONCE(x, v)
+/* the time of a dropped record, for its run's GAP marker */
+#define NVMETRACE_RING_NOW()		ktime_get_ns()
 #include "ring_core.h"
 #include "layout_id.h"
 
@@ -178,6 +181,7 @@ void nvmetrace_rings_free(void);
 void *nvmetrace_ring_base(unsigned int cpu);
 void nvmetrace_ring_counts(unsigned int cpu, u64 *records, u64 *lost);
 void nvmetrace_rings_totals(u64 *records, u64 *lost);
+void nvmetrace_rings_forget_gaps(void);
 
 /* pool.c — init/exit at load/unload; mmap from chardev.c's ->mmap */
 struct file;

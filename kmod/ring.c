@@ -148,3 +148,16 @@ void nvmetrace_rings_totals(u64 *records, u64 *lost)
 	*records = sum_r;
 	*lost = sum_l;
 }
+
+/*
+ * Before a recording starts, while no probe runs on any CPU: a drop run that
+ * ended the last recording has no marker, and must not get one in the next
+ * (its records are counted in lost, and the control page showed it).
+ */
+void nvmetrace_rings_forget_gaps(void)
+{
+	unsigned int cpu;
+
+	for_each_possible_cpu(cpu)
+		nvmetrace_ring_forget_gap(&per_cpu_ptr(&nvmetrace_rings, cpu)->prod);
+}

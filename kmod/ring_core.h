@@ -5,13 +5,15 @@
  * This file is compiled three ways: into the module (kmod/ring.c), into the
  * KUnit suite nvmetrace_ring (kmod/ring_test.c), and into user space (the
  * tool's reader and its GoogleTest, user/src/kernel/ring_reader.cc), so it
- * uses only the UAPI types and four ordering primitives that the includer
- * defines:
+ * uses only the UAPI types, four ordering primitives and a clock that the
+ * includer defines:
  *
  *   NVMETRACE_LOAD_ACQUIRE(p)      kernel: smp_load_acquire(p)
  *   NVMETRACE_STORE_RELEASE(p, v)  kernel: smp_store_release(p, v)
  *   NVMETRACE_READ_ONCE(x)         kernel: READ_ONCE(x)
  *   NVMETRACE_WRITE_ONCE(x, v)     kernel: WRITE_ONCE(x, v)
+ *   NVMETRACE_RING_NOW()           kernel: ktime_get_ns(); read only when a
+ *                                  record is dropped
  *
  * Protocol (see Documentation/ring.md for the whole story):
  *
@@ -24,8 +26,13 @@
  *   practice); the slot of record n is n & mask.
  *
  *   Producer:  tail = load_acquire(ctrl->tail)
- *              if (tail > head || head - tail > mask)
- *                                       -> full: lost++, drop   (no slot touched)
+ *              need = 2 after a drop run (marker + record), else 1
+ *              if (tail > head || free slots < need)
+ *                                       -> full: lost++, note the run's
+ *                                          count and first/last time, drop
+ *                                          (no slot touched)
+ *              if a run is noted: write its GAP marker at data[head & mask],
+ *                                 head++; store_release(ctrl->head, head)
  *              fill data[head & mask]
  *              head++; store_release(ctrl->head, head)
  *
@@ -54,8 +61,9 @@
 #include <linux/nvmetrace.h>
 
 #if !defined(NVMETRACE_LOAD_ACQUIRE) || !defined(NVMETRACE_STORE_RELEASE) || \
-	!defined(NVMETRACE_READ_ONCE) || !defined(NVMETRACE_WRITE_ONCE)
-#error "define the NVMETRACE_* ordering primitives before including ring_core.h"
+	!defined(NVMETRACE_READ_ONCE) || !defined(NVMETRACE_WRITE_ONCE) || \
+	!defined(NVMETRACE_RING_NOW)
+#error "define the NVMETRACE_* ordering primitives and clock before including ring_core.h"
 #endif
 
 /* Producer state: private to the writer, never mapped to user space. */
@@ -66,6 +74,11 @@ struct nvmetrace_ring_prod {
 	__u64 lost;				/* records dropped */
 	__u32 mask;				/* nr_recs - 1 */
 	__u32 seq;				/* next record's seq */
+	__u32 cpu;				/* the ring's CPU, for markers */
+	__u32 __pad;
+	__u64 gap_recs;				/* dropped since the last marker */
+	__u64 gap_first;			/* their first drop's time */
+	__u64 gap_last;				/* their last drop's time */
 };
 
 /*
@@ -84,6 +97,11 @@ static inline void nvmetrace_ring_init(struct nvmetrace_ring_prod *p,
 	p->lost = 0;
 	p->mask = nr_recs - 1;
 	p->seq = 0;
+	p->cpu = cpu;
+	p->__pad = 0;
+	p->gap_recs = 0;
+	p->gap_first = 0;
+	p->gap_last = 0;
 
 	ctrl->magic = NVMETRACE_RING_MAGIC;
 	ctrl->version = NVMETRACE_RING_VERSION;
@@ -96,24 +114,86 @@ static inline void nvmetrace_ring_init(struct nvmetrace_ring_prod *p,
 	ctrl->map_size = map_size;
 	ctrl->head = 0;
 	ctrl->lost = 0;
+	ctrl->gap_recs = 0;
+	ctrl->gap_first = 0;
+	ctrl->gap_last = 0;
 	ctrl->tail = 0;
 }
 
 /*
+ * Forget a drop run that no marker covers (its records stay counted in
+ * lost).  Only while no producer can run: before a recording starts.
+ */
+static inline void nvmetrace_ring_forget_gap(struct nvmetrace_ring_prod *p)
+{
+	p->gap_recs = 0;
+	NVMETRACE_WRITE_ONCE(p->ctrl->gap_recs, 0);
+}
+
+/* A record is dropped: count it, and note it in the current drop run. */
+static inline void nvmetrace_ring_drop(struct nvmetrace_ring_prod *p)
+{
+	__u64 now = NVMETRACE_RING_NOW();
+
+	if (!p->gap_recs) {
+		p->gap_first = now;
+		NVMETRACE_WRITE_ONCE(p->ctrl->gap_first, now);
+	}
+	p->gap_last = now;
+	p->gap_recs++;
+	p->lost++;
+	NVMETRACE_WRITE_ONCE(p->ctrl->gap_last, now);
+	NVMETRACE_WRITE_ONCE(p->ctrl->gap_recs, p->gap_recs);
+	NVMETRACE_WRITE_ONCE(p->ctrl->lost, p->lost);
+}
+
+/*
+ * Commit the GAP marker of the noted drop run into the free slot at head
+ * (the caller has checked there is one more behind it) and end the run.
+ */
+static inline void nvmetrace_ring_put_gap(struct nvmetrace_ring_prod *p)
+{
+	struct nvmetrace_rec *m = &p->data[p->head & p->mask];
+
+	m->ts = p->gap_last;
+	m->lba = p->gap_first;
+	m->aux = p->gap_recs;
+	m->dev = p->cpu;
+	m->len = 0;
+	m->event = NVMETRACE_EV_GAP;
+	m->qid = 0;
+	m->cid = 0;
+	m->tag = 0;
+	m->cntlid = 0;
+	m->opcode = 0;
+	m->flags = 0;
+	m->seq = p->seq++;
+	p->head++;
+	NVMETRACE_STORE_RELEASE(&p->ctrl->head, p->head);
+	p->gap_recs = 0;
+	NVMETRACE_WRITE_ONCE(p->ctrl->gap_recs, 0);
+}
+
+/*
  * Start a record.  Returns the slot to fill, or NULL (and counts the loss)
- * when the ring is full.  The caller must not be preempted or interrupted by
- * another producer of this ring until nvmetrace_ring_commit().
+ * when the ring is full.  After a drop run the first record needs two free
+ * slots: the run's GAP marker is committed first, so a marker is never
+ * dropped and every dropped record is covered by exactly one marker.  The
+ * caller must not be preempted or interrupted by another producer of this
+ * ring until nvmetrace_ring_commit().  nr_recs must be 2 or more.
  */
 static inline struct nvmetrace_rec *
 nvmetrace_ring_reserve(struct nvmetrace_ring_prod *p)
 {
 	__u64 tail = NVMETRACE_LOAD_ACQUIRE(&p->ctrl->tail);
+	__u64 room = (__u64)p->mask + 1 - (p->gap_recs ? 2 : 1);
 
-	if (tail > p->head || p->head - tail > (__u64)p->mask) {
-		p->lost++;
-		NVMETRACE_WRITE_ONCE(p->ctrl->lost, p->lost);
+	if (tail > p->head || p->head - tail > room) {
+		nvmetrace_ring_drop(p);
 		return (struct nvmetrace_rec *)0;
 	}
+	if (p->gap_recs)
+		nvmetrace_ring_put_gap(p);
 	return &p->data[p->head & p->mask];
 }
 

@@ -21,6 +21,9 @@
 #define NVMETRACE_STORE_RELEASE(p, v)	smp_store_release(p, v)	/* of our own index */
 #define NVMETRACE_READ_ONCE(x)		READ_ONCE(x)
 #define NVMETRACE_WRITE_ONCE(x, v)	WRITE_ONCE(x, v)
+/* a clock the tests set: each drop reads the next tick */
+static u64 test_clock;
+#define NVMETRACE_RING_NOW()		(test_clock++)
 #include "ring_core.h"
 
 #define TEST_NR_RECS	8u
@@ -161,18 +164,25 @@ static void nvmetrace_ring_test_drop_counting(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, r->ctrl->lost, 100ull);
 	KUNIT_EXPECT_EQ(test, r->prod.lost, 100ull);
 
+	/* three free slots: the run's marker and two records */
 	KUNIT_ASSERT_EQ(test, test_consume(r, out, 3), 3L);
-	for (i = 0; i < 3; i++)
+	for (i = 0; i < 2; i++)
 		KUNIT_EXPECT_TRUE(test, test_produce(r, n++));
 	KUNIT_EXPECT_FALSE(test, test_produce(r, 2000));
 	KUNIT_EXPECT_EQ(test, r->ctrl->lost, 101ull);
 	KUNIT_EXPECT_EQ(test, r->ctrl->head, (u64)TEST_NR_RECS + 3);
 
-	/* what is left is exactly records 3..10, in order: no drop leaked in */
+	/* left: records 3..7, the marker of the 100, records 8 and 9 */
 	KUNIT_ASSERT_EQ(test, test_consume(r, out, TEST_NR_RECS), (long)TEST_NR_RECS);
-	for (i = 0; i < TEST_NR_RECS; i++)
+	for (i = 0; i < 5; i++)
 		KUNIT_EXPECT_EQ(test, out[i].lba, (u64)(3 + i) * 8);
+	KUNIT_EXPECT_EQ(test, out[5].event, (u16)NVMETRACE_EV_GAP);
+	KUNIT_EXPECT_EQ(test, out[5].aux, 100ull);
+	KUNIT_EXPECT_EQ(test, out[6].lba, 8ull * 8);
+	KUNIT_EXPECT_EQ(test, out[7].lba, 9ull * 8);
 	KUNIT_EXPECT_EQ(test, test_consume(r, out, TEST_NR_RECS), 0L);
+	/* the last drop opened a run that no marker covers yet */
+	KUNIT_EXPECT_EQ(test, r->ctrl->gap_recs, 1ull);
 	test_guards_intact(test, r);
 }
 
@@ -276,7 +286,7 @@ static void nvmetrace_ring_test_corrupt_tail(struct kunit *test)
 
 	/* a tail far behind head (head - tail > mask): full as well */
 	r->ctrl->tail = 0;
-	for (i = 0; i < TEST_NR_RECS - 2; i++)
+	for (i = 0; i < TEST_NR_RECS - 3; i++)	/* and the marker */
 		KUNIT_ASSERT_TRUE(test, test_produce(r, 2 + i));
 	r->prod.head += 1000;	/* as if many laps had been written */
 	KUNIT_EXPECT_NULL(test, nvmetrace_ring_reserve(&r->prod));
@@ -318,20 +328,81 @@ static void nvmetrace_ring_test_round_trip(struct kunit *test)
 	test_guards_intact(test, r);
 }
 
-/* A one-record ring (mask 0) still works. */
-static void nvmetrace_ring_test_single_slot(struct kunit *test)
+/*
+ * A drop run is covered by one GAP marker, committed just before the first
+ * record that finds two free slots: the ring's CPU, the first and last drop's
+ * times, the exact count.  With one free slot the run goes on.
+ */
+static void nvmetrace_ring_test_gap_marker(struct kunit *test)
 {
-	struct test_ring *r = test_ring_new(test, 1);
+	struct test_ring *r = test_ring_new(test, TEST_NR_RECS);
 	struct nvmetrace_rec *out = r->out;
 	u32 i;
 
-	for (i = 0; i < 10; i++) {
+	for (i = 0; i < TEST_NR_RECS; i++)
 		KUNIT_ASSERT_TRUE(test, test_produce(r, i));
+	test_clock = 500;
+	for (i = 0; i < 5; i++)
 		KUNIT_EXPECT_FALSE(test, test_produce(r, 100 + i));
-		KUNIT_ASSERT_EQ(test, test_consume(r, out, 1), 1L);
-		KUNIT_EXPECT_EQ(test, out[0].seq, i);
-		KUNIT_EXPECT_EQ(test, out[0].lba, (u64)i * 8);
+	KUNIT_EXPECT_EQ(test, r->ctrl->gap_recs, 5ull);
+	KUNIT_EXPECT_EQ(test, r->ctrl->gap_first, 500ull);
+	KUNIT_EXPECT_EQ(test, r->ctrl->gap_last, 504ull);
+
+	/* one free slot: no room for marker and record, the run grows */
+	KUNIT_ASSERT_EQ(test, test_consume(r, out, 1), 1L);
+	KUNIT_EXPECT_FALSE(test, test_produce(r, 200));
+	KUNIT_EXPECT_EQ(test, r->ctrl->head, (u64)TEST_NR_RECS);
+	KUNIT_EXPECT_EQ(test, r->ctrl->lost, 6ull);
+
+	/* two: the marker, then the record */
+	KUNIT_ASSERT_EQ(test, test_consume(r, out, 1), 1L);
+	KUNIT_EXPECT_TRUE(test, test_produce(r, 300));
+	KUNIT_EXPECT_EQ(test, r->ctrl->head, (u64)TEST_NR_RECS + 2);
+	KUNIT_EXPECT_EQ(test, r->ctrl->gap_recs, 0ull);
+	KUNIT_ASSERT_EQ(test, test_consume(r, out, TEST_NR_RECS), (long)TEST_NR_RECS);
+	KUNIT_EXPECT_EQ(test, out[5].lba, 7ull * 8);
+	KUNIT_EXPECT_EQ(test, out[6].event, (u16)NVMETRACE_EV_GAP);
+	KUNIT_EXPECT_EQ(test, out[6].dev, 3u);
+	KUNIT_EXPECT_EQ(test, out[6].lba, 500ull);
+	KUNIT_EXPECT_EQ(test, out[6].ts, 505ull);
+	KUNIT_EXPECT_EQ(test, out[6].aux, 6ull);
+	KUNIT_EXPECT_EQ(test, out[6].seq, TEST_NR_RECS);
+	KUNIT_EXPECT_EQ(test, out[6].len, 0u);
+	KUNIT_EXPECT_EQ(test, out[6].flags, 0);
+	KUNIT_EXPECT_EQ(test, out[7].lba, 300ull * 8);
+	KUNIT_EXPECT_EQ(test, out[7].seq, TEST_NR_RECS + 1);
+
+	/* once written, a marker is not repeated */
+	KUNIT_EXPECT_TRUE(test, test_produce(r, 301));
+	KUNIT_ASSERT_EQ(test, test_consume(r, out, TEST_NR_RECS), 1L);
+	KUNIT_EXPECT_EQ(test, out[0].lba, 301ull * 8);
+	KUNIT_EXPECT_EQ(test, r->ctrl->lost, 6ull);
+	test_guards_intact(test, r);
+}
+
+/* The smallest ring, two records, still recovers after a drop run. */
+static void nvmetrace_ring_test_two_slots(struct kunit *test)
+{
+	struct test_ring *r = test_ring_new(test, 2);
+	struct nvmetrace_rec *out = r->out;
+	u32 i;
+
+	KUNIT_ASSERT_TRUE(test, test_produce(r, 0));
+	KUNIT_ASSERT_TRUE(test, test_produce(r, 1));
+	for (i = 0; i < 10; i++) {
+		/* full: a run of one, then room for its marker and a record */
+		KUNIT_EXPECT_FALSE(test, test_produce(r, 100 + i));
+		KUNIT_ASSERT_EQ(test, test_consume(r, out, 2), 2L);
+		if (i) {
+			KUNIT_EXPECT_EQ(test, out[0].event, (u16)NVMETRACE_EV_GAP);
+			KUNIT_EXPECT_EQ(test, out[0].aux, 1ull);
+			KUNIT_EXPECT_EQ(test, out[1].lba, (u64)(200 + i - 1) * 8);
+		}
+		KUNIT_EXPECT_TRUE(test, test_produce(r, 200 + i));
 	}
+	KUNIT_ASSERT_EQ(test, test_consume(r, out, 2), 2L);
+	KUNIT_EXPECT_EQ(test, out[0].event, (u16)NVMETRACE_EV_GAP);
+	KUNIT_EXPECT_EQ(test, out[1].lba, 209ull * 8);
 	KUNIT_EXPECT_EQ(test, r->ctrl->lost, 10ull);
 	test_guards_intact(test, r);
 }
@@ -344,7 +415,8 @@ static struct kunit_case nvmetrace_ring_test_cases[] = {
 	KUNIT_CASE(nvmetrace_ring_test_consumer_bounds),
 	KUNIT_CASE(nvmetrace_ring_test_corrupt_tail),
 	KUNIT_CASE(nvmetrace_ring_test_round_trip),
-	KUNIT_CASE(nvmetrace_ring_test_single_slot),
+	KUNIT_CASE(nvmetrace_ring_test_gap_marker),
+	KUNIT_CASE(nvmetrace_ring_test_two_slots),
 	{}
 };
 

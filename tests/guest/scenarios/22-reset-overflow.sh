@@ -5,6 +5,8 @@
 # reset, then deleted (disconnect) and connected again, and fio runs on the new namespace.
 # Asserts: fio saw no error across the reset; the recorder ends cleanly; the rings overflowed
 # and the loss is counted and reported, never a corrupt file (report reads every block); the
+# loss is located: the file's gap markers add up to the rings' lost count (the trailer's, and
+# the module's status), and report's "lost" line says the same records and overflows; the
 # report still holds commands from before and after the reconnect; the module unloads. A
 # splat of any kind (KASAN, lockdep, atomic sleep on a debug kernel) fails the scenario, and
 # where kmemleak is on, a leak whose trace names nvmetrace fails it too.
@@ -59,7 +61,7 @@ fio_check again
 kill -INT $REC
 wait $REC || { cat "$RESULTS/record.out"; fail "record failed"; }
 cat "$RESULTS/record.out"
-"$NVMETRACE_BIN" status || fail "status failed"
+"$NVMETRACE_BIN" status | tee "$RESULTS/status.txt" || fail "status failed"
 
 # overflow: counted by the module, carried in the file, said by the report
 "$NVMETRACE_BIN" report "$RESULTS/rec.ntr" >"$RESULTS/report.txt" 2>"$RESULTS/report.err" ||
@@ -75,6 +77,32 @@ n=$(jq '[.[0].groups[] | .n] | add // 0' "$RESULTS/report.json")
 log "lost $lost records; $n commands in the report"
 [ "$lost" -gt 0 ] || fail "report --json has no lost records"
 [ "$n" -gt 0 ] || fail "report --json has no commands"
+
+# located: the gap markers (one per drop run) add up to the rings' count, the trailer's
+# and the module's (the only recording since insmod), and report says the same
+"$NVMETRACE_BIN" script --json -e gap "$RESULTS/rec.ntr" >"$RESULTS/gaps.json" ||
+	fail "script -e gap failed"
+runs=$(jq -s 'length' "$RESULTS/gaps.json")
+marked=$(jq -s 'map(.gap.records) | add // 0' "$RESULTS/gaps.json")
+status_lost=$(awk '$1 == "lost" { print $2 }' "$RESULTS/status.txt")
+log "$runs gap markers for $marked records; trailer $lost, status $status_lost"
+"$NVMETRACE_BIN" script -e gap "$RESULTS/rec.ntr" | grep ' gap cpu ' | head -n 3
+[ "$runs" -gt 0 ] || fail "the rings overflowed but the file has no gap marker"
+[ "$marked" -eq "$lost" ] || fail "gap markers say $marked records dropped, the trailer $lost"
+[ "$status_lost" = "$lost" ] || fail "status says $status_lost lost, the trailer $lost"
+grep -qE "^lost: $marked records in $runs overflows \(cpu [0-9]+: [0-9]+ runs? between .*\); [0-9]+ commands that overlapped them were left out\$" \
+	"$RESULTS/report.txt" || fail "report's lost line does not say $marked records in $runs overflows"
+[ "$(jq '.[0].lost.records' "$RESULTS/report.json")" -eq "$marked" ] ||
+	fail "report --json: lost.records is not $marked"
+[ "$(jq '.[0].lost.overflows' "$RESULTS/report.json")" -eq "$runs" ] ||
+	fail "report --json: lost.overflows is not $runs"
+[ "$(jq '[.[0].lost.cpus[].records] | add' "$RESULTS/report.json")" -eq "$marked" ] ||
+	fail "report --json: the per-CPU records do not add up to $marked"
+# the same times as the markers, on the recording's clock
+first_script=$(jq -s 'map(.gap.first_s) | min' "$RESULTS/gaps.json")
+first_report=$(jq '[.[0].lost.cpus[].first_s] | min' "$RESULTS/report.json")
+[ "$first_script" = "$first_report" ] ||
+	fail "the first drop: script says $first_script s, report $first_report s"
 # commands of both namespaces (before and after the reconnect) when they have different names
 if [ "$dev2" != "$dev" ]; then
 	for d in "$dev" "$dev2"; do

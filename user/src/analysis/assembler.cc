@@ -107,6 +107,10 @@ void Assembler::push(const nvmetrace_rec& rec) {
     else
         counts_.last_ts = rec.ts;
 
+    if (rec.event == NVMETRACE_EV_GAP) {
+        push_gap(rec);
+        return;
+    }
     int slot = event_slot(rec.event);
     if (slot < 0) {
         counts_.records_unknown++;
@@ -147,6 +151,45 @@ void Assembler::push(const nvmetrace_rec& rec) {
     } else {
         push_host_rq(rec, slot);
     }
+}
+
+void Assembler::set_gaps(std::vector<GapRun> gaps) {
+    known_gaps_ = std::move(gaps);
+}
+
+// GAP: ts is the last dropped record's time, lba the first's, aux the count,
+// dev the CPU.
+void Assembler::push_gap(const nvmetrace_rec& rec) {
+    const GapRun g{.cpu = rec.dev, .first_ts = rec.lba, .last_ts = rec.ts, .records = rec.aux};
+    counts_.gaps.push_back(g);
+    if (std::find(known_gaps_.begin(), known_gaps_.end(), g) == known_gaps_.end())
+        known_gaps_.push_back(g);
+}
+
+bool Assembler::may_have_lost(const Command& c) {
+    const uint32_t kind = uint32_t{c.side == Side::target} | uint32_t{c.op == Op::write} << 1 |
+                          uint32_t{c.passthru} << 2 |
+                          uint32_t{c.submit_path != SubmitPath::none} << 3;
+    const uint64_t from = c.first_ts(), to = c.last_ts();
+    const bool overlaps = std::any_of(known_gaps_.begin(), known_gaps_.end(), [&](const GapRun& g) {
+        return g.first_ts <= to && g.last_ts >= from;
+    });
+    if (!overlaps) {
+        PathCount& p = paths_[kind];
+        p.n++;
+        for (EventMask m = c.present; m; m &= m - 1)
+            p.has[static_cast<size_t>(std::countr_zero(m))]++;
+        return false;
+    }
+    // no whole command of its kind yet: nothing says it is whole either
+    const auto it = paths_.find(kind);
+    if (it == paths_.end())
+        return true;
+    const PathCount& p = it->second;
+    for (size_t slot = 0; slot < p.has.size(); slot++)
+        if (p.has[slot] * 2 > p.n && !(c.present >> slot & 1u))
+            return true;
+    return false;
 }
 
 void Assembler::push_waiting(const nvmetrace_rec& rec, const WaitKey& key) {
@@ -365,6 +408,10 @@ void Assembler::emit(Command& c) {
                                              : host_ends_[0];
     if (!c.has(first)) {
         counts_.cut_start++;
+        return;
+    }
+    if (may_have_lost(c)) {
+        counts_.lost_in_gap++;
         return;
     }
     if (c.len_flags & kRecLenBlocks) {

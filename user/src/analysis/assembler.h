@@ -83,6 +83,15 @@ inline int64_t ts_span(uint64_t from, uint64_t to) {
     return d > static_cast<uint64_t>(INT64_MAX) ? INT64_MIN : -static_cast<int64_t>(d);
 }
 
+// One drop run of a ring, as its GAP marker says (NVMETRACE_EV_GAP).
+struct GapRun {
+    uint32_t cpu = 0;
+    uint64_t first_ts = 0;  // the first and the last dropped record's times
+    uint64_t last_ts = 0;
+    uint64_t records = 0;  // dropped
+    bool operator==(const GapRun&) const = default;
+};
+
 struct AssemblyCounts {
     uint64_t records_host = 0;
     uint64_t records_target = 0;
@@ -104,6 +113,9 @@ struct AssemblyCounts {
     uint64_t user_unmatched = 0;        // aio completions or file submissions without
                                         // their command (lost records, other I/O)
     uint64_t late_times = 0;            // ts_in_aux events dropped: time after the first event
+    uint64_t lost_in_gap = 0;           // overlapped a drop run and lacked a record of its
+                                        // path: may have lost it (left out)
+    std::vector<GapRun> gaps;           // the drop runs, in the order their markers came
     uint64_t first_ts = 0, last_ts = 0;  // of all records
 
     uint64_t incomplete() const { return cut_start + cut_end + lost_end; }
@@ -163,6 +175,12 @@ public:
               uint64_t bio_horizon_ns = kDefaultBioHorizonNs);
 
     void push(const nvmetrace_rec& rec);
+    // The recording's drop runs, known before its records are pushed (a
+    // GAP marker comes after the records it stands beside): a command is
+    // judged against every run, also one whose marker comes after the
+    // command's last record.  Markers pushed later that match one of these
+    // are not counted twice.
+    void set_gaps(std::vector<GapRun> gaps);
     // Counts what is still in flight as cut at the end.  The Assembler can
     // be fed again afterwards (a new recording).
     void finish();
@@ -206,6 +224,10 @@ private:
     bool take_latest(const WaitKey& key, uint64_t before, Waiting* out);
     void expire_waiting(uint64_t now);
     void emit(Command& cmd);
+    void push_gap(const nvmetrace_rec& rec);
+    // A command whose time overlaps a drop run and that lacks an event of
+    // its kind's path: it may have lost a record there.
+    bool may_have_lost(const Command& c);
     // Above the block layer: a command past block_rq_complete that had a
     // file submission waits for its aio completion, then for its thread's
     // reap; after the horizon it is handed on without them.
@@ -223,6 +245,15 @@ private:
     // the slots of each side's first and last required event (looked up once)
     std::array<int, 2> host_ends_{}, target_ends_{};
     AssemblyCounts counts_;
+    std::vector<GapRun> known_gaps_;  // set_gaps() and markers seen
+    // Per kind of command (side, op, passthrough, file submission): how many
+    // were seen with no drop run overlapping them, and how many of those had
+    // each event.  Its path: the events more than half of them had.
+    struct PathCount {
+        uint64_t n = 0;
+        std::array<uint64_t, kMaxEvents> has{};
+    };
+    std::unordered_map<uint32_t, PathCount> paths_;
 
     std::unordered_map<WaitKey, SmallFifo<Waiting>, WaitKeyHash> waiting_;
     std::deque<std::pair<WaitKey, Waiting>> wait_order_;  // for expiry, oldest first

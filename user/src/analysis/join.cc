@@ -391,6 +391,7 @@ struct FileStream {
             Command& x = out[c.side == Side::host ? 0 : 1].emplace_back(c);
             x.origin = origin;
         });
+        assembler->set_gaps(gap_runs_in(p));
     }
     // Reads one more block; false at the end of the recording.
     bool pull() {
@@ -497,6 +498,17 @@ bool files_hold_both_sides(const std::vector<std::string>& files) {
         target = target || role_has(r.meta().role, "target");
     }
     return host && target;
+}
+
+std::vector<GapRun> gap_runs_in(const std::string& path) {
+    std::vector<GapRun> out;
+    RecordingReader reader = RecordingReader::open(path);
+    reader.for_each([&](std::span<const nvmetrace_rec> recs) {
+        for (const auto& r : recs)
+            if (r.event == NVMETRACE_EV_GAP)
+                out.push_back({.cpu = r.dev, .first_ts = r.lba, .last_ts = r.ts, .records = r.aux});
+    });
+    return out;
 }
 
 JoinedReport join_files(const std::vector<std::string>& files, const JoinFilesOptions& opts) {
@@ -659,6 +671,8 @@ JoinedReport join_files(const std::vector<std::string>& files, const JoinFilesOp
         t.late_times += a.late_times;
         t.user_unmatched += a.user_unmatched;
         t.superseded += a.superseded;
+        t.lost_in_gap += a.lost_in_gap;
+        t.gaps.insert(t.gaps.end(), a.gaps.begin(), a.gaps.end());
         uint64_t lost = s->reader.trailer() ? s->reader.trailer()->lost : 0;
         // a file of both roles cannot tell whose ring lost its records
         (s->src[0] >= 0 ? rep.lost_host : rep.lost_target) += lost;

@@ -208,6 +208,11 @@ struct JoinedReport {
 // Whether the files, by their META role, hold both sides between them.
 bool files_hold_both_sides(const std::vector<std::string>& files);
 
+// The drop runs (GAP markers) of a recording, read ahead of its assembly
+// (Assembler::set_gaps()).  A file that cannot be read to its end gives the
+// runs before the damage.
+std::vector<GapRun> gap_runs_in(const std::string& path);
+
 // Joins and aggregates; throws Error for a file that is not a usable recording.
 JoinedReport join_files(const std::vector<std::string>& files, const JoinFilesOptions& opts = {});
 

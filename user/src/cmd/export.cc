@@ -519,6 +519,7 @@ int run_export(const ExportOptions& opts, FILE* err) {
             if (!host.table)
                 host = target;
             Assembler assembler(in->table, [&](const Command& c) { ex.add(c, host, target); });
+            assembler.set_gaps(gap_runs_in(in->path));
             reader.for_each([&](std::span<const nvmetrace_rec> recs) {
                 for (const auto& r : recs)
                     assembler.push(r);

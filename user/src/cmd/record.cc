@@ -385,6 +385,9 @@ int run_record(const RecordOptions& opts) {
     // Whatever an earlier recording left in the rings is not ours.
     rings.drain([](uint32_t, std::span<const nvmetrace_rec>) {});
     const uint64_t lost_before = rings.lost();
+    std::vector<uint64_t> lost_before_cpu;
+    for (const auto& st : rings.stats())
+        lost_before_cpu.push_back(st.lost);
 
     RecordingMeta meta = make_recording_meta();
     meta.module_version = mv.module_version;
@@ -535,6 +538,7 @@ int run_record(const RecordOptions& opts) {
     }
     const uint64_t t_end = monotonic_ns();
     loop.drain();
+    loop.close_open_gaps();
     loop.release(t_end, true);
     if (stage) {
         stage->submit(t_end);
@@ -558,6 +562,7 @@ int run_record(const RecordOptions& opts) {
             summary_assembler = &*file_assembler;
         }
         writer.flush();
+        summary_assembler->set_gaps(gap_runs_in(output.path));
         RecordingReader back = RecordingReader::open(output.path);
         back.for_each([&](std::span<const nvmetrace_rec> recs) {
             for (const auto& r : recs)
@@ -571,7 +576,7 @@ int run_record(const RecordOptions& opts) {
     RecordingTrailer trailer;
     trailer.lost = rings.lost() - lost_before;
     for (const auto& st : rings.stats())
-        trailer.lost_per_cpu.push_back(st.lost);
+        trailer.lost_per_cpu.push_back(st.lost - lost_before_cpu.at(st.cpu));
     const AssemblyCounts& counts = summary_assembler->counts();
     trailer.stats = {{"commands", counts.complete}, {"incomplete", counts.incomplete()}};
     writer.close(trailer);
@@ -581,6 +586,7 @@ int run_record(const RecordOptions& opts) {
                writer.records_written(), output.path);
     ReportOptions ro;
     ro.detail = opts.detail;
+    ro.origin_ns = static_cast<uint64_t>(meta.start_monotonic_ns);
     ro.lost_host = role & NVMETRACE_ROLE_HOST ? trailer.lost : 0;
     ro.lost_target = role == NVMETRACE_ROLE_TARGET ? trailer.lost : 0;
     fmt::print("{}", summary_text(summary, counts, ro));

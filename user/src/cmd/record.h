@@ -217,6 +217,21 @@ public:
         });
     }
     size_t pending() const { return reorder_.pending(); }
+    // Once nothing records and the rings are drained: a drop run that ended
+    // the recording has no marker in the rings; add the one its control page
+    // describes, so that the markers account for every lost record.
+    // Returns how many were added.
+    size_t close_open_gaps() {
+        size_t n = 0;
+        for (const RingStats& st : rings_.stats()) {
+            if (st.gap_recs == 0)
+                continue;
+            const nvmetrace_rec m = open_gap_marker(st);
+            reorder_.add(st.cpu, std::span(&m, 1));
+            n++;
+        }
+        return n;
+    }
 
 private:
     RingReader& rings_;

@@ -67,6 +67,9 @@ bool report_joined(const ReportCommandOptions& opts, int* rc) {
     ro.lost_host = r.lost_host;
     ro.lost_target = r.lost_target;
     ro.join = r.join;
+    // the drop runs' times: from the first recording's start
+    ro.origin_ns =
+        static_cast<uint64_t>(RecordingReader::open(opts.files.front()).meta().start_monotonic_ns);
     if (opts.json) {
         nlohmann::json j = summary_json(r.summary, r.counts, ro);
         j["files"] = opts.files;
@@ -109,6 +112,7 @@ int run_report(const ReportCommandOptions& opts) {
             else
                 stats.add(c);
         });
+        assembler.set_gaps(gap_runs_in(path));
         reader.for_each([&](std::span<const nvmetrace_rec> recs) {
             for (const auto& r : recs)
                 assembler.push(r);
@@ -126,6 +130,7 @@ int run_report(const ReportCommandOptions& opts) {
         ReportOptions ro;
         ro.detail = opts.detail;
         ro.recorded_on = fmt::format("{} (kernel {})", meta.hostname, meta.kernel_release);
+        ro.origin_ns = static_cast<uint64_t>(meta.start_monotonic_ns);
         if (meta.role == "target")
             ro.lost_target = lost;
         else

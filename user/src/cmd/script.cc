@@ -84,6 +84,14 @@ std::string ScriptFormat::header() {
 }
 
 std::string ScriptFormat::line(const nvmetrace_rec& r) const {
+    if (r.event == NVMETRACE_EV_GAP) {
+        // the ring's own marker: ts and lba are the last and first dropped
+        // record's times, aux how many, dev the CPU
+        nvmetrace_rec first = r;
+        first.ts = r.lba;
+        return fmt::format("{:>17.9f} gap cpu {}: {} records dropped between {:.9f} and {:.9f}",
+                           seconds(r), r.dev, r.aux, seconds(first), seconds(r));
+    }
     const bool blocks = r.flags & NVMETRACE_REC_LEN_BLOCKS;
     return fmt::format("{:>17.9f} {:<6} {:<14} {:<10} {:>4} {:>6} {:>5} {:<3} {:>12} {:>8} {}",
                        seconds(r), role(r), event_name(r.event), device(r),
@@ -112,6 +120,13 @@ nlohmann::json ScriptFormat::json(const nvmetrace_rec& r) const {
         {"aux", r.aux},
         {"seq", r.seq},
     };
+    if (r.event == NVMETRACE_EV_GAP) {
+        nvmetrace_rec first = r;
+        first.ts = r.lba;
+        j["gap"] = {{"cpu", r.dev},      {"records", r.aux},
+                    {"first_ts", r.lba}, {"first_s", seconds(first)},
+                    {"last_ts", r.ts},   {"last_s", seconds(r)}};
+    }
     // unknown fields are null, not a number that looks real
     j["qid"] = (r.flags & NVMETRACE_REC_HAS_QID) ? nlohmann::json(r.qid) : nlohmann::json();
     j["cid"] = (r.flags & NVMETRACE_REC_HAS_CID) ? nlohmann::json(r.cid) : nlohmann::json();

@@ -223,6 +223,7 @@ const std::map<uint16_t, std::string>& default_event_names() {
         {NVMETRACE_EV_RDMAT_READ_DONE, "rdmat_read_done"},
         {NVMETRACE_EV_RDMAT_RSP_POST, "rdmat_rsp_post"},
         {NVMETRACE_EV_RDMAT_SEND_DONE, "rdmat_send_done"},
+        {NVMETRACE_EV_GAP, "gap"},
     };
     return names;
 }

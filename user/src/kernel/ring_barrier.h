@@ -1,8 +1,8 @@
 /*
  * ring_barrier.h: kmod/ring_core.h for user space.
  *
- * ring_core.h leaves its four ordering primitives to the includer (the kernel
- * maps them to smp_load_acquire() & co.).  Here they are GCC/Clang __atomic
+ * ring_core.h leaves its four ordering primitives and its clock to the
+ * includer (the kernel maps them to smp_load_acquire() & co.).  Here they are GCC/Clang __atomic
  * builtins, which work on the plain __u64 fields of the shared control page
  * in both C and C++ and which ThreadSanitizer understands:
  *
@@ -22,6 +22,11 @@
 #define NVMETRACE_STORE_RELEASE(p, v) __atomic_store_n((p), (v), __ATOMIC_RELEASE)
 #define NVMETRACE_READ_ONCE(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
 #define NVMETRACE_WRITE_ONCE(x, v) __atomic_store_n(&(x), (v), __ATOMIC_RELAXED)
+/* The producer's clock, read when a record is dropped; only tests produce
+ * here, and they may define their own before including this header. */
+#ifndef NVMETRACE_RING_NOW
+#define NVMETRACE_RING_NOW() ((__u64)0)
+#endif
 
 #include "ring_core.h"
 

@@ -221,9 +221,22 @@ std::vector<RingStats> RingReader::stats() const {
             .head = NVMETRACE_LOAD_ACQUIRE(&ctrl->head),
             .tail = NVMETRACE_READ_ONCE(ctrl->tail),
             .lost = NVMETRACE_READ_ONCE(ctrl->lost),
+            .gap_recs = NVMETRACE_READ_ONCE(ctrl->gap_recs),
+            .gap_first = NVMETRACE_READ_ONCE(ctrl->gap_first),
+            .gap_last = NVMETRACE_READ_ONCE(ctrl->gap_last),
         });
     }
     return out;
+}
+
+nvmetrace_rec open_gap_marker(const RingStats& st) {
+    nvmetrace_rec m{};
+    m.ts = st.gap_last;
+    m.lba = st.gap_first;
+    m.aux = st.gap_recs;
+    m.dev = st.cpu;
+    m.event = NVMETRACE_EV_GAP;
+    return m;
 }
 
 uint64_t RingReader::lost() const {

@@ -40,7 +40,16 @@ struct RingStats {
     uint64_t head = 0;  // records committed by the module
     uint64_t tail = 0;  // records consumed by this reader
     uint64_t lost = 0;  // records dropped because the ring was full
+    // The drop run no GAP marker covers yet (gap_recs 0: none); stable only
+    // once nothing records (after STOP).
+    uint64_t gap_recs = 0;
+    uint64_t gap_first = 0;
+    uint64_t gap_last = 0;
 };
+
+// The GAP marker the module would have written for the open run of `st`
+// (st.gap_recs != 0), to close a recording whose last run has none.
+[[nodiscard]] nvmetrace_rec open_gap_marker(const RingStats& st);
 
 // Owns one shared read-write mapping per ring (the reader writes tail).
 // Not thread-safe: one RingReader is the single consumer of its rings, and

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <iterator>
+#include <map>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -173,6 +174,26 @@ std::string queues_text(const GroupSummary& g) {
 
 }  // namespace
 
+std::vector<GapsOfCpu> gaps_by_cpu(const std::vector<GapRun>& gaps) {
+    std::map<uint32_t, GapsOfCpu> by;
+    for (const GapRun& g : gaps) {
+        auto [it, fresh] = by.try_emplace(g.cpu);
+        GapsOfCpu& c = it->second;
+        if (fresh) {
+            c.cpu = g.cpu;
+            c.first_ts = g.first_ts;
+        }
+        c.runs++;
+        c.records += g.records;
+        c.first_ts = std::min(c.first_ts, g.first_ts);
+        c.last_ts = std::max(c.last_ts, g.last_ts);
+    }
+    std::vector<GapsOfCpu> out;
+    for (const auto& [cpu, c] : by)
+        out.push_back(c);
+    return out;
+}
+
 std::string summary_text(const Summary& s, const AssemblyCounts& counts,
                          const ReportOptions& opts) {
     std::string out;
@@ -287,7 +308,23 @@ std::string summary_text(const Summary& s, const AssemblyCounts& counts,
                 jc.ambiguous);
     }
 
-    if (opts.lost_host || opts.lost_target)
+    if (!counts.gaps.empty()) {
+        uint64_t records = 0;
+        std::vector<std::string> cpus;
+        auto secs = [&](uint64_t ts) {
+            return (static_cast<double>(ts) - static_cast<double>(opts.origin_ns)) / 1e9;
+        };
+        for (const GapsOfCpu& g : gaps_by_cpu(counts.gaps)) {
+            records += g.records;
+            cpus.push_back(fmt::format("cpu {}: {} run{} between {:.3f} s and {:.3f} s", g.cpu,
+                                       g.runs, g.runs == 1 ? "" : "s", secs(g.first_ts),
+                                       secs(g.last_ts)));
+        }
+        out += fmt::format(
+            "lost: {} records in {} overflows ({}); {} commands that overlapped them were left "
+            "out\n",
+            records, counts.gaps.size(), fmt::join(cpus, ", "), counts.lost_in_gap);
+    } else if (opts.lost_host || opts.lost_target)
         out += fmt::format(
             "lost: {} records (the ring was full): their commands are merged or left out as "
             "said here\n",
@@ -431,6 +468,27 @@ nlohmann::json summary_json(const Summary& s, const AssemblyCounts& counts,
                     {"out_of_order", counts.records_out_of_order},
                     {"lost_host", opts.lost_host},
                     {"lost_target", opts.lost_target}};
+    if (!counts.gaps.empty()) {
+        json cpus = json::array();
+        uint64_t records = 0;
+        auto secs = [&](uint64_t ts) {
+            return (static_cast<double>(ts) - static_cast<double>(opts.origin_ns)) / 1e9;
+        };
+        for (const GapsOfCpu& g : gaps_by_cpu(counts.gaps)) {
+            records += g.records;
+            cpus.push_back({{"cpu", g.cpu},
+                            {"runs", g.runs},
+                            {"records", g.records},
+                            {"first_ts", g.first_ts},
+                            {"last_ts", g.last_ts},
+                            {"first_s", secs(g.first_ts)},
+                            {"last_s", secs(g.last_ts)}});
+        }
+        j["lost"] = {{"records", records},
+                     {"overflows", counts.gaps.size()},
+                     {"commands_left_out", counts.lost_in_gap},
+                     {"cpus", std::move(cpus)}};
+    }
     j["commands"] = {{"reported", counts.complete - s.failed},
                      {"failed", s.failed},
                      {"cut_start", counts.cut_start},
@@ -442,7 +500,8 @@ nlohmann::json summary_json(const Summary& s, const AssemblyCounts& counts,
                      {"repeated_records", counts.repeats},
                      {"user_unmatched", counts.user_unmatched},
                      {"superseded", counts.superseded},
-                     {"late_times", counts.late_times}};
+                     {"late_times", counts.late_times},
+                     {"lost_in_gap", counts.lost_in_gap}};
     const JoinCounts& jc = opts.join;
     if (jc.active) {
         json hu = json::object(), tu = json::object();

@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -27,10 +28,23 @@ struct ReportOptions {
     std::string recorded_on;
     uint64_t lost_host = 0;  // records the rings dropped (ring full)
     uint64_t lost_target = 0;
+    // CLOCK_MONOTONIC ns of the recording's start: the drop runs' times are
+    // said in seconds since (0: as they are)
+    uint64_t origin_ns = 0;
     // Host and target commands joined (Joiner): the "records: ...; K
     // matched" line, why the others were not, negative computed networks.
     JoinCounts join;
 };
+
+// The drop runs of one CPU's ring (GAP markers), for the "lost" line.
+struct GapsOfCpu {
+    uint32_t cpu = 0;
+    uint64_t runs = 0;
+    uint64_t records = 0;
+    uint64_t first_ts = 0;  // of the first run's first dropped record
+    uint64_t last_ts = 0;   // of the last run's last one
+};
+std::vector<GapsOfCpu> gaps_by_cpu(const std::vector<GapRun>& gaps);
 
 // The lines before the first live line.  not_recorded: host-only recording,
 // explain the '*'.

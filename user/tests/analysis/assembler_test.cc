@@ -409,6 +409,103 @@ TEST_F(AssemblerTest, CutCommandsAreCountedNotEmitted) {
     EXPECT_EQ(assembler.in_flight(), 0u);
 }
 
+nvmetrace_rec gap_marker(uint32_t cpu, uint64_t first, uint64_t last, uint64_t n) {
+    nvmetrace_rec g{};
+    g.event = NVMETRACE_EV_GAP;
+    g.ts = last;
+    g.lba = first;
+    g.aux = n;
+    g.dev = cpu;
+    return g;
+}
+
+std::vector<nvmetrace_rec> by_ts(std::vector<nvmetrace_rec> recs) {
+    std::stable_sort(recs.begin(), recs.end(),
+                     [](const nvmetrace_rec& a, const nvmetrace_rec& b) { return a.ts < b.ts; });
+    return recs;
+}
+
+std::vector<nvmetrace_rec> without(std::vector<nvmetrace_rec> recs, uint16_t event) {
+    std::erase_if(recs, [event](const nvmetrace_rec& r) { return r.event == event; });
+    return recs;
+}
+
+// A ring overflow: the command that lacks a record of its path while a drop
+// run overlaps it is counted and left out; one that has all of them is kept;
+// outside a drop run a command that lacks one is merged as before.
+TEST_F(AssemblerTest, CommandMissingARecordInADropRunIsLeftOut) {
+    feed(host_command(1'000'000, 7, 100));  // whole: its kind's path
+    const nvmetrace_rec g = gap_marker(1, 2'002'500, 2'003'500, 12);
+    std::vector<nvmetrace_rec> recs =
+        without(host_command(2'000'000, 8, 200), NVMETRACE_EV_RQ_ISSUE);
+    for (const auto& r : host_command(2'000'100, 9, 300))  // whole, in the same window
+        recs.push_back(r);
+    recs.push_back(g);
+    feed(by_ts(recs));
+    // no drop run near it: merged as before
+    feed(without(host_command(9'000'000, 10, 400), NVMETRACE_EV_RQ_ISSUE));
+    assembler.finish();
+
+    ASSERT_EQ(out.size(), 3u);
+    EXPECT_EQ(out[0].lba, 100u);
+    EXPECT_EQ(out[1].lba, 300u);
+    EXPECT_EQ(out[2].lba, 400u);
+    EXPECT_FALSE(out[2].has(slot(NVMETRACE_EV_RQ_ISSUE)));
+    const AssemblyCounts& c = assembler.counts();
+    EXPECT_EQ(c.lost_in_gap, 1u);
+    EXPECT_EQ(c.complete, 3u);
+    EXPECT_EQ(c.records_unknown, 0u) << "the marker is not an unknown event";
+    ASSERT_EQ(c.gaps.size(), 1u);
+    EXPECT_EQ(c.gaps[0],
+              (GapRun{.cpu = 1, .first_ts = 2'002'500, .last_ts = 2'003'500, .records = 12}));
+}
+
+// A marker comes after the records it stands beside (its ts is the last
+// dropped one's): a command that ended inside the run, before the marker,
+// is judged by the runs given ahead (set_gaps), and the marker is not
+// counted twice.
+TEST_F(AssemblerTest, DropRunsGivenAheadJudgeCommandsBeforeTheirMarker) {
+    const nvmetrace_rec g = gap_marker(0, 2'001'500, 2'900'000, 40);
+    assembler.set_gaps(
+        {GapRun{.cpu = 0, .first_ts = 2'001'500, .last_ts = 2'900'000, .records = 40}});
+    feed(host_command(1'000'000, 7, 100));
+    // lost its nvme_setup_cmd; ends at 2'053'500, long before the marker
+    feed(without(host_command(2'000'000, 8, 200), NVMETRACE_EV_NVME_SETUP));
+    feed({g});
+    assembler.finish();
+    ASSERT_EQ(out.size(), 1u);
+    EXPECT_EQ(assembler.counts().lost_in_gap, 1u);
+    EXPECT_EQ(assembler.counts().gaps.size(), 1u);
+}
+
+// A path is what most commands of the kind had: one that lawfully lacks an
+// event outside the runs does not take it off the path.
+TEST_F(AssemblerTest, ThePathIsWhatMostCommandsOfTheKindHad) {
+    assembler.set_gaps(
+        {GapRun{.cpu = 0, .first_ts = 9'001'500, .last_ts = 9'002'500, .records = 2}});
+    for (uint64_t i = 0; i < 3; i++)
+        feed(host_command(1'000'000 * (i + 1), 7, 100 + i));
+    feed(without(host_command(5'000'000, 7, 200), NVMETRACE_EV_RQ_ISSUE));
+    feed(without(host_command(9'000'000, 7, 300), NVMETRACE_EV_RQ_ISSUE));
+    assembler.finish();
+    ASSERT_EQ(out.size(), 4u);
+    EXPECT_EQ(out.back().lba, 200u);
+    EXPECT_EQ(assembler.counts().lost_in_gap, 1u);
+}
+
+// Before any whole command of its kind nothing says what its path is: a
+// command overlapping a run is left out rather than trusted.
+TEST_F(AssemblerTest, NoWholeCommandYetMeansLeftOutInADropRun) {
+    assembler.set_gaps({GapRun{.cpu = 2, .first_ts = 990'000, .last_ts = 1'010'000, .records = 3}});
+    feed(host_command(1'000'000, 7, 100));
+    feed(host_command(3'000'000, 7, 200));  // after the run: kept, and a path now
+    assembler.finish();
+    ASSERT_EQ(out.size(), 1u);
+    EXPECT_EQ(out[0].lba, 200u);
+    EXPECT_EQ(assembler.counts().lost_in_gap, 1u);
+    EXPECT_TRUE(assembler.counts().gaps.empty()) << "no marker was pushed";
+}
+
 TEST_F(AssemblerTest, SameLbaRepeatedEventMeansReuse) {
     // Same tag and LBA, but a second nvme_setup_cmd: the first command lost
     // its completion records.

@@ -1,6 +1,10 @@
 #include "cmd/record.h"
 
+#include "analysis/assembler.h"
+#include "analysis/device_table.h"
 #include "kernel/btf_layout.h"
+#include "kernel/memfd_rings.h"
+#include "kernel/ring_reader.h"
 #include "tempdir.h"
 #include "util/error.h"
 
@@ -23,6 +27,29 @@ nvmetrace_rec rec_at(uint64_t ts, uint32_t seq) {
     r.ts = ts;
     r.seq = seq;
     return r;
+}
+
+// The recording ends while a ring is in a drop run: the ring holds no
+// marker for it, and the recorder adds the one its control page describes,
+// after that CPU's records; the markers then add up to the ring's lost.
+TEST(RecordLoop, ClosesTheDropRunOpenAtTheEnd) {
+    MemfdRings dev(2, 4);
+    for (uint64_t i = 0; i < 7; i++)  // 4 fit, 3 dropped
+        EXPECT_EQ(dev.produce(1, rec_at(1000 + i, 0)), i < 4);
+    EXPECT_TRUE(dev.produce(0, rec_at(500, 0)));
+    RingReader rings(dev.fd(), dev.geo());
+    DeviceTable table;
+    Assembler seen(table, [](const Command&) {});
+    RecordLoop loop(rings, nullptr, &seen);
+    EXPECT_EQ(loop.drain(), 5u);
+    EXPECT_EQ(loop.close_open_gaps(), 1u);
+    loop.release(UINT64_MAX, true);
+    const auto& gaps = seen.counts().gaps;
+    ASSERT_EQ(gaps.size(), 1u);
+    EXPECT_EQ(gaps[0].cpu, 1u);
+    EXPECT_EQ(gaps[0].records, 3u);
+    EXPECT_EQ(gaps[0].records, rings.lost());
+    EXPECT_LE(gaps[0].first_ts, gaps[0].last_ts);
 }
 
 // A FIFO that wraps and grows keeps its records in order, and hands out

@@ -202,6 +202,38 @@ TEST_F(ScriptTest, JsonLines) {
     EXPECT_EQ(c.at("file"), host_);
 }
 
+// The ring's GAP marker is said in words, in text and in JSON.
+TEST_F(ScriptTest, GapMarkerSaysWhereRecordsWereDropped) {
+    const std::string path = dir_.path("gap.ntr");
+    RecordingWriter w = RecordingWriter::open(path, {});
+    w.write_meta(meta("host"));
+    nvmetrace_rec g{};
+    g.event = NVMETRACE_EV_GAP;
+    g.ts = 1'400'000'000;   // the last dropped record
+    g.lba = 1'200'000'000;  // the first
+    g.aux = 127;
+    g.dev = 3;
+    std::vector<nvmetrace_rec> recs = {recs_[0], g, recs_[2]};
+    w.append(recs);
+    w.close({});
+
+    auto lines = run({.files = {path}});
+    ASSERT_EQ(lines.size(), 5u);
+    EXPECT_EQ(lines[3],
+              "      0.400000000 gap cpu 3: 127 records dropped between 0.200000000 and "
+              "0.400000000");
+    EXPECT_THAT(lines[4], HasSubstr("nvme_complete"));
+    // the filter knows the event by its META name
+    EXPECT_EQ(run({.files = {path}, .events = {"gap"}}).size(), 3u);
+
+    const auto j = nlohmann::json::parse(run({.files = {path}, .json = true})[1]);
+    EXPECT_EQ(j.at("event"), "gap");
+    EXPECT_EQ(j.at("gap").at("cpu"), 3u);
+    EXPECT_EQ(j.at("gap").at("records"), 127u);
+    EXPECT_EQ(j.at("gap").at("first_ts"), 1'200'000'000u);
+    EXPECT_EQ(j.at("gap").at("last_ts"), 1'400'000'000u);
+}
+
 TEST_F(ScriptTest, BadFiltersSayWhatThereIs) {
     try {
         run({.files = {host_}, .events = {"no_such_event"}});

@@ -76,13 +76,28 @@ TEST(RingReader, DrainsEveryRingInOrderAndReportsLostPerRing) {
     EXPECT_EQ(stats[2].head, 8u);
     EXPECT_EQ(stats[2].tail, 8u);
     EXPECT_EQ(reader.lost(), 4u);
+    // the drop run no marker covers yet, and the marker that would close it
+    EXPECT_EQ(stats[0].gap_recs, 0u);
+    EXPECT_EQ(stats[2].gap_recs, 4u);
+    const nvmetrace_rec open = open_gap_marker(stats[2]);
+    EXPECT_EQ(open.event, NVMETRACE_EV_GAP);
+    EXPECT_EQ(open.aux, 4u);
+    EXPECT_EQ(open.dev, 2u);
+    EXPECT_EQ(open.lba, stats[2].gap_first);
+    EXPECT_EQ(open.ts, stats[2].gap_last);
 
-    // The slots are free again, and a second drain only sees new records.
+    // The slots are free again, and a second drain only sees new records:
+    // the run's marker first, then the record.
     EXPECT_TRUE(dev.produce(2, 200));
     got = drain_all(reader);
-    ASSERT_EQ(got[2].size(), 1u);
-    EXPECT_EQ(got[2][0].lba, 200u);
+    ASSERT_EQ(got[2].size(), 2u);
+    EXPECT_EQ(got[2][0].event, NVMETRACE_EV_GAP);
+    EXPECT_EQ(got[2][0].aux, 4u);
+    EXPECT_EQ(got[2][0].dev, 2u);
     EXPECT_EQ(got[2][0].seq, 8u);
+    EXPECT_EQ(got[2][1].lba, 200u);
+    EXPECT_EQ(got[2][1].seq, 9u);
+    EXPECT_EQ(reader.stats()[2].gap_recs, 0u);
     EXPECT_EQ(reader.drain([](uint32_t, std::span<const nvmetrace_rec>) {}), 0u);
 }
 
@@ -170,7 +185,7 @@ TEST(RingReader, RejectsControlPagesItCannotRead) {
              c->version = NVMETRACE_RING_VERSION + 1;
              c->compat_version = NVMETRACE_RING_VERSION + 1;
          },
-         "ring 1: ring layout version 2 needs a reader of version 2 or later"},
+         "ring 1: ring layout version 3 needs a reader of version 3 or later"},
         {"size", [](nvmetrace_ring_ctrl* c) { c->size = 64; },
          "ring 1: control page size 64 is smaller than 4096"},
         {"rec_size", [](nvmetrace_ring_ctrl* c) { c->rec_size = 40; },

@@ -6,6 +6,11 @@
 // must then succeed) to check that nothing is lost or torn while there is
 // room, and "free running" (like the kernel) to check that every failed
 // reserve is counted in ctrl->lost and records + lost == attempts.
+#include <stdint.h>
+
+// The producer's clock: each dropped record reads the next tick.
+static uint64_t g_ring_clock = 0;
+#define NVMETRACE_RING_NOW() (g_ring_clock++)
 #include "kernel/ring_barrier.h"
 
 #include <stdint.h>
@@ -16,6 +21,7 @@
 #include <atomic>
 #include <cstddef>
 #include <memory>
+#include <span>
 #include <thread>
 #include <vector>
 
@@ -65,7 +71,7 @@ void fill(nvmetrace_rec* r, uint64_t k) {
     r->aux = ~k;
     r->dev = static_cast<uint32_t>(k * 7);
     r->len = static_cast<uint32_t>(k >> 3);
-    r->event = static_cast<uint16_t>(k % 255 + 1);
+    r->event = static_cast<uint16_t>(k % 191 + 1);  // below NVMETRACE_EV_GAP
     r->qid = static_cast<uint16_t>(k >> 16);
     r->cid = static_cast<uint16_t>(k);
     r->tag = static_cast<uint16_t>(~k);
@@ -112,8 +118,10 @@ uint64_t produce(TestRing& ring, uint64_t attempts, bool wait_for_room,
 
 struct Consumed {
     uint64_t records = 0;
-    uint64_t next_seq = 0;  // seq of the next record expected
-    int64_t last_k = -1;    // payload of the last record
+    uint64_t markers = 0;       // GAP records
+    uint64_t marked_drops = 0;  // the sum of their counts
+    uint64_t next_seq = 0;      // seq of the next record expected
+    int64_t last_k = -1;        // payload of the last record
     uint64_t calls = 0;
 };
 
@@ -129,10 +137,16 @@ void consume_until(TestRing& ring, const std::atomic<bool>& done, Consumed& c, u
         for (long i = 0; i < n; i++) {
             const nvmetrace_rec& r = buf[static_cast<size_t>(i)];
             ASSERT_EQ(r.seq, static_cast<uint32_t>(c.next_seq)) << "out of order or duplicate";
+            c.next_seq++;
+            if (r.event == NVMETRACE_EV_GAP) {
+                ASSERT_GT(r.aux, 0u) << "a marker of nothing";
+                c.markers++;
+                c.marked_drops += r.aux;
+                continue;
+            }
             const uint64_t k = check(r);
             ASSERT_GT(static_cast<int64_t>(k), c.last_k) << "payload went backwards";
             c.last_k = static_cast<int64_t>(k);
-            c.next_seq++;
             c.records++;
         }
         if (n == 0) {
@@ -203,11 +217,13 @@ TEST_P(RingThreads, FreeRunningProducerCountsEveryDrop) {
     EXPECT_EQ(NVMETRACE_READ_ONCE(ring.ctrl()->lost), drops);
     EXPECT_EQ(ring.prod()->lost, drops);
     EXPECT_EQ(c.records + drops, attempts);
-    EXPECT_EQ(NVMETRACE_READ_ONCE(ring.ctrl()->head), c.records);
+    EXPECT_EQ(NVMETRACE_READ_ONCE(ring.ctrl()->head), c.records + c.markers);
+    // Every drop is in exactly one marker, or in the run still open.
+    EXPECT_EQ(c.marked_drops + NVMETRACE_READ_ONCE(ring.ctrl()->gap_recs), drops);
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, RingThreads,
-                         ::testing::Values(Shape{1, 1}, Shape{2, 1}, Shape{8, 3}, Shape{64, 64},
+                         ::testing::Values(Shape{2, 1}, Shape{2, 2}, Shape{8, 3}, Shape{64, 64},
                                            Shape{1024, 100}, Shape{4096, 4096}),
                          [](const ::testing::TestParamInfo<Shape>& param) {
                              return "recs" + std::to_string(param.param.nr_recs) + "_batch" +
@@ -217,7 +233,7 @@ INSTANTIATE_TEST_SUITE_P(Shapes, RingThreads,
 // The consumer stalls: the ring fills, exactly attempts - capacity records
 // are dropped and counted, and the first `capacity` records are intact.
 TEST(Ring, StalledConsumerDropsExactlyTheOverflow) {
-    for (uint32_t nr_recs : {1u, 4u, 256u}) {
+    for (uint32_t nr_recs : {2u, 4u, 256u}) {
         for (uint32_t round = 0; round < 3; round++) {
             SCOPED_TRACE(testing::Message() << "nr_recs " << nr_recs << " round " << round);
             TestRing ring(nr_recs);
@@ -237,14 +253,22 @@ TEST(Ring, StalledConsumerDropsExactlyTheOverflow) {
             }
             EXPECT_EQ(ring.consume(out.data(), nr_recs), 0);
 
-            // Room again: the next record goes through and continues seq.
+            // Room again: the run's marker, then the next record, continuing seq.
+            const uint64_t t0 = g_ring_clock;
             nvmetrace_rec* r = nvmetrace_ring_reserve(ring.prod());
             ASSERT_NE(r, nullptr);
+            EXPECT_EQ(g_ring_clock, t0) << "the clock is read only for a drop";
             fill(r, attempts);
             nvmetrace_ring_commit(ring.prod(), r);
-            ASSERT_EQ(ring.consume(out.data(), 1), 1);
+            ASSERT_EQ(ring.consume(out.data(), 2), 2);
+            EXPECT_EQ(out[0].event, NVMETRACE_EV_GAP);
+            EXPECT_EQ(out[0].aux, attempts - nr_recs);
+            EXPECT_EQ(out[0].ts - out[0].lba, attempts - nr_recs - 1) << "last - first drop";
+            EXPECT_EQ(out[0].ts, t0 - 1);
             EXPECT_EQ(out[0].seq, nr_recs);
-            EXPECT_EQ(check(out[0]), attempts);
+            EXPECT_EQ(out[1].seq, nr_recs + 1);
+            EXPECT_EQ(check(out[1]), attempts);
+            EXPECT_EQ(ring.ctrl()->gap_recs, 0u);
         }
     }
 }
@@ -312,8 +336,70 @@ TEST(Ring, CorruptedTailOnlyMakesTheRingLookFull) {
     }
     EXPECT_EQ(c->lost, 4u);
     EXPECT_EQ(c->head, 0u);
+    EXPECT_EQ(c->gap_recs, 4u);
     c->tail = 0;
     EXPECT_NE(nvmetrace_ring_reserve(ring.prod()), nullptr);
+    EXPECT_EQ(c->head, 1u) << "the marker";
+    EXPECT_EQ(ring.data()[0].event, NVMETRACE_EV_GAP);
+    EXPECT_EQ(ring.data()[0].aux, 4u);
+}
+
+// A marker is written once per run and is never dropped itself: with one
+// free slot the run goes on; the run's marker sits right before the first
+// record after it, and lost equals the sum of the markers.
+TEST(Ring, OneMarkerPerDropRunNeverDropped) {
+    TestRing ring(8);
+    nvmetrace_ring_init(ring.prod(), ring.ctrl(), ring.data(), 8, 5, 4096);
+    std::vector<nvmetrace_rec> out(8);
+    auto put = [&](uint64_t k) {
+        nvmetrace_rec* r = nvmetrace_ring_reserve(ring.prod());
+        if (!r)
+            return false;
+        fill(r, k);
+        nvmetrace_ring_commit(ring.prod(), r);
+        return true;
+    };
+    uint64_t k = 0;
+    uint64_t markers = 0, marked = 0;
+    auto take = [&](uint32_t max) {
+        const long n = ring.consume(out.data(), max);
+        for (long i = 0; i < n; i++)
+            if (out[static_cast<size_t>(i)].event == NVMETRACE_EV_GAP) {
+                markers++;
+                marked += out[static_cast<size_t>(i)].aux;
+            }
+        return n;
+    };
+    for (uint64_t lap = 0; lap < 3; lap++) {
+        SCOPED_TRACE(lap);
+        g_ring_clock = 1000 * (lap + 1);
+        while (put(k))  // fills the ring; the failed put is the run's first drop
+            k++;
+        const uint64_t run = 3 + lap;
+        for (uint64_t i = 1; i < run; i++)
+            EXPECT_FALSE(put(k++));
+        EXPECT_EQ(ring.ctrl()->gap_recs, run);
+        ASSERT_EQ(take(1), 1);
+        EXPECT_FALSE(put(k++)) << "one free slot is not enough for marker + record";
+        ASSERT_EQ(take(8), 7);
+        EXPECT_EQ(markers, lap) << "no marker before the run ends";
+        EXPECT_TRUE(put(k));  // marker + record
+        const nvmetrace_rec& m = ring.data()[(ring.prod()->head - 2) & 7];
+        EXPECT_EQ(m.event, NVMETRACE_EV_GAP);
+        EXPECT_EQ(m.dev, 5u);
+        EXPECT_EQ(m.aux, run + 1);
+        EXPECT_EQ(m.lba, 1000 * (lap + 1));
+        EXPECT_EQ(m.ts, 1000 * (lap + 1) + run);
+        EXPECT_EQ(m.len, 0u);
+        EXPECT_EQ(m.qid, 0u);
+        EXPECT_EQ(m.flags, 0u);
+        EXPECT_TRUE(put(++k)) << "no second marker";
+        EXPECT_EQ(ring.ctrl()->gap_recs, 0u);
+        k++;
+    }
+    ASSERT_EQ(take(8), 3);
+    EXPECT_EQ(markers, 3u);
+    EXPECT_EQ(marked, ring.ctrl()->lost);
 }
 
 }  // namespace

@@ -15,7 +15,8 @@ struct uapi_c_layout {
     size_t ctrl_size, ctrl_align;
     size_t ctrl_magic, ctrl_version, ctrl_compat_version, ctrl_size_field, ctrl_rec_size;
     size_t ctrl_nr_recs, ctrl_cpu, ctrl_data_offset, ctrl_map_size;
-    size_t ctrl_head, ctrl_lost, ctrl_tail, ctrl_reserved;
+    size_t ctrl_head, ctrl_lost, ctrl_gap_recs, ctrl_gap_first, ctrl_gap_last, ctrl_tail,
+        ctrl_reserved;
     size_t rec_size, rec_align;
     size_t rec_ts, rec_lba, rec_aux, rec_dev, rec_len, rec_event, rec_qid, rec_cid, rec_tag;
     size_t rec_cntlid, rec_opcode, rec_flags, rec_seq;

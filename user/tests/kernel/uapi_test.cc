@@ -32,6 +32,9 @@ static_assert(offsetof(Ctrl, data_offset) == 24);
 static_assert(offsetof(Ctrl, map_size) == 32);
 static_assert(offsetof(Ctrl, head) == 64);
 static_assert(offsetof(Ctrl, lost) == 72);
+static_assert(offsetof(Ctrl, gap_recs) == 80);
+static_assert(offsetof(Ctrl, gap_first) == 88);
+static_assert(offsetof(Ctrl, gap_last) == 96);
 static_assert(offsetof(Ctrl, tail) == 128);
 static_assert(offsetof(Ctrl, __reserved) == 192);
 static_assert(offsetof(Ctrl, head) / NVMETRACE_CACHELINE !=
@@ -71,6 +74,9 @@ TEST(Uapi, CAndCppAgreeOnTheLayout) {
     EXPECT_EQ(c.ctrl_map_size, offsetof(Ctrl, map_size));
     EXPECT_EQ(c.ctrl_head, offsetof(Ctrl, head));
     EXPECT_EQ(c.ctrl_lost, offsetof(Ctrl, lost));
+    EXPECT_EQ(c.ctrl_gap_recs, offsetof(Ctrl, gap_recs));
+    EXPECT_EQ(c.ctrl_gap_first, offsetof(Ctrl, gap_first));
+    EXPECT_EQ(c.ctrl_gap_last, offsetof(Ctrl, gap_last));
     EXPECT_EQ(c.ctrl_tail, offsetof(Ctrl, tail));
     EXPECT_EQ(c.ctrl_reserved, offsetof(Ctrl, __reserved));
     EXPECT_EQ(c.rec_size, sizeof(Rec));
@@ -160,13 +166,16 @@ TEST(Uapi, NetlinkNumbersArePinned) {
 
 TEST(Uapi, RingAndRecordNumbersArePinned) {
     EXPECT_EQ(NVMETRACE_RING_MAGIC, 0x4e565452u);
-    EXPECT_EQ(NVMETRACE_RING_VERSION, 1);
-    EXPECT_LE(NVMETRACE_RING_COMPAT_VERSION, NVMETRACE_RING_VERSION);
+    // 2: GAP markers, and the open drop run in the control page
+    EXPECT_EQ(NVMETRACE_RING_VERSION, 2);
+    EXPECT_EQ(NVMETRACE_RING_COMPAT_VERSION, 2);
     EXPECT_EQ(NVMETRACE_CACHELINE, 64);
     EXPECT_EQ(NVMETRACE_EV_BIO_QUEUE, 1);
     EXPECT_EQ(NVMETRACE_EV_RQ_COMPLETE, 6);
     EXPECT_EQ(NVMETRACE_EV_NVMET_INIT, 32);
     EXPECT_EQ(NVMETRACE_EV_NVMET_COMPLETE, 35);
+    EXPECT_EQ(NVMETRACE_EV_RDMAT_SEND_DONE, 163);
+    EXPECT_EQ(NVMETRACE_EV_GAP, 192);
     EXPECT_EQ(NVMETRACE_EV_MAX, 255);
     EXPECT_EQ(NVMETRACE_REC_WRITE, 1u);
     EXPECT_EQ(NVMETRACE_REC_HAS_CID, 2u);

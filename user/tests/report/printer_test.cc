@@ -182,6 +182,45 @@ TEST(Report, NotesSayWhatWasLeftOut) {
     EXPECT_TRUE(has_line(text, "failed: 2 commands completed with an error, not reported"));
 }
 
+// The ring overflows: where, how many records, and how many commands were
+// left out for them; the JSON says the same per CPU.
+TEST(Report, LostLineLocatesTheOverflows) {
+    Summary s;
+    s.sample_n = 1;
+    AssemblyCounts c;
+    c.records_host = 100;
+    c.lost_in_gap = 5;
+    c.gaps = {
+        {.cpu = 1, .first_ts = 13'200'000'000, .last_ts = 13'250'000'000, .records = 100},
+        {.cpu = 3, .first_ts = 12'000'000'000, .last_ts = 12'000'400'000, .records = 7},
+        {.cpu = 1, .first_ts = 13'300'000'000, .last_ts = 13'400'000'000, .records = 20},
+    };
+    ReportOptions o;
+    o.lost_host = 127;
+    o.origin_ns = 10'000'000'000;
+    const std::string text = summary_text(s, c, o);
+    EXPECT_TRUE(has_line(text,
+                         "lost: 127 records in 3 overflows (cpu 1: 2 runs between 3.200 s and "
+                         "3.400 s, cpu 3: 1 run between 2.000 s and 2.000 s); 5 commands that "
+                         "overlapped them were left out"))
+        << text;
+    EXPECT_EQ(text.find("the ring was full"), std::string::npos) << "said once";
+
+    const nlohmann::json j = summary_json(s, c, o);
+    EXPECT_EQ(j.at("lost").at("records"), 127u);
+    EXPECT_EQ(j.at("lost").at("overflows"), 3u);
+    EXPECT_EQ(j.at("lost").at("commands_left_out"), 5u);
+    ASSERT_EQ(j.at("lost").at("cpus").size(), 2u);
+    const auto& cpu1 = j.at("lost").at("cpus")[0];
+    EXPECT_EQ(cpu1.at("cpu"), 1u);
+    EXPECT_EQ(cpu1.at("runs"), 2u);
+    EXPECT_EQ(cpu1.at("records"), 120u);
+    EXPECT_EQ(cpu1.at("first_ts"), 13'200'000'000u);
+    EXPECT_EQ(cpu1.at("last_ts"), 13'400'000'000u);
+    EXPECT_DOUBLE_EQ(cpu1.at("first_s").get<double>(), 3.2);
+    EXPECT_EQ(j.at("commands").at("lost_in_gap"), 5u);
+}
+
 TEST(Report, CompactRate) {
     EXPECT_EQ(compact_rate(950), "950");
     EXPECT_EQ(compact_rate(15'170), "15.2k");

@@ -30,9 +30,13 @@
 /* ------------------------------------------------------------------ ring */
 
 #define NVMETRACE_RING_MAGIC		0x4e565452u	/* "NVTR" */
-#define NVMETRACE_RING_VERSION		1
+/*
+ * 2: NVMETRACE_EV_GAP markers in the records, the pending drop run in the
+ * control page (gap_recs, gap_first, gap_last)
+ */
+#define NVMETRACE_RING_VERSION		2
 /* oldest ring version a reader of NVMETRACE_RING_VERSION can still read */
-#define NVMETRACE_RING_COMPAT_VERSION	1
+#define NVMETRACE_RING_COMPAT_VERSION	2
 #define NVMETRACE_RING_CTRL_SIZE	4096
 #define NVMETRACE_CACHELINE		64
 
@@ -41,7 +45,10 @@
  *
  * Line 0 is written once by the kernel before the ring is published and never
  * changes.  Line 1 belongs to the producer (the kernel): it writes head with
- * store-release after the record is complete, and lost with a plain store.
+ * store-release after the record is complete, and lost and the gap_* fields
+ * with plain stores.  gap_* describe the drop run that no NVMETRACE_EV_GAP
+ * record covers yet (gap_recs 0: none); they are stable only while nothing
+ * records (after STOP), when a reader may turn them into the missing marker.
  * Line 2 belongs to the consumer (user space): it writes tail with
  * store-release after it has copied the records out.  The kernel never trusts
  * anything user space writes here: it keeps its own copy of head, size and
@@ -63,7 +70,10 @@ struct nvmetrace_ring_ctrl {
 	/* line 1: producer (kernel) */
 	__u64 head;		/* records ever committed; store-release */
 	__u64 lost;		/* records dropped because the ring was full */
-	__u8 __pad1[48];
+	__u64 gap_recs;		/* records dropped since the last GAP marker */
+	__u64 gap_first;	/* ts of the first of them */
+	__u64 gap_last;		/* ts of the last of them */
+	__u8 __pad1[24];
 
 	/* line 2: consumer (user space) */
 	__u64 tail;		/* records ever consumed; store-release */
@@ -78,8 +88,8 @@ struct nvmetrace_ring_ctrl {
  * Events.  Host events are numbered from 1 (block layer and nvme core, then
  * from 16 the file/syscall level above the block layer), target events from
  * 32, transport events from 64 (nvme-tcp host), 96 (nvmet-tcp), 128
- * (nvme-rdma) and 160 (nvmet-rdma).  A number is never reused for another
- * meaning.
+ * (nvme-rdma) and 160 (nvmet-rdma), the ring's own from 192.  A number is
+ * never reused for another meaning.
  */
 enum nvmetrace_event {
 	NVMETRACE_EV_NONE		= 0,
@@ -161,6 +171,15 @@ enum nvmetrace_event {
 	NVMETRACE_EV_RDMAT_READ_DONE	= 161,	/* RDMA READ of a write's data done */
 	NVMETRACE_EV_RDMAT_RSP_POST	= 162,	/* response (RDMA WRITE of read data + SEND) posted */
 	NVMETRACE_EV_RDMAT_SEND_DONE	= 163,	/* response send completed */
+
+	/*
+	 * The ring's own records (kmod/ring_core.h).  GAP, written by the
+	 * ring, not by a hook: the records of one drop run (the ring was full)
+	 * are gone, and this marker is the first record after them.  ts: the
+	 * last dropped record's time; lba: the first one's; aux: how many were
+	 * dropped; dev: the ring's CPU; every other field 0 (Documentation/ring.md).
+	 */
+	NVMETRACE_EV_GAP		= 192,
 
 	NVMETRACE_EV_MAX		= 255,
 };
