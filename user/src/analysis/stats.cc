@@ -220,6 +220,7 @@ void Stats::close_interval(uint64_t end_ns) {
         r.n = g.i_n;
         r.rate = len_s > 0 ? static_cast<double>(g.i_n) * opts_.sample_n / len_s : 0;
         r.mean_us = static_cast<double>(g.i_sum) / static_cast<double>(g.i_n) / 1e3;
+        r.p50_us = g.i_hist.quantile(0.5) / 1e3;
         r.p99_us = g.i_hist.quantile(0.99) / 1e3;
         for (size_t s = 0; s < g.layout.stages.size(); s++) {
             DurationSum sum = 0;

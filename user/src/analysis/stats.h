@@ -261,7 +261,7 @@ struct IntervalRow {
     View view = View::host_only;
     uint64_t n = 0;
     double rate = 0;  // estimated commands/s
-    double mean_us = 0, p99_us = 0;
+    double mean_us = 0, p50_us = 0, p99_us = 0;
     // Share of the mean per live column; marker '*' (not recorded) or '+'
     // (merged with the next stages), or 0.
     std::array<std::optional<double>, kStageColumns> share{};
