@@ -83,7 +83,8 @@
       for (const [x, f] of c.points)
         values.push({series: c.name, us: x, fraction: f});
     plot(parent, 'cdf', {
-      width: 560, height: 300, data: {values},
+      width: 440, height: 280, data: {values},
+      title: {text: 'distribution: end to end and per stage', fontSize: 12, fontWeight: 'normal'},
       mark: {type: 'line', interpolate: 'step-after', clip: true},
       encoding: {
         x: {field: 'us', type: 'quantitative', scale: {type: 'log'}, title: 'latency (us, log)'},
@@ -103,7 +104,7 @@
       values.push({t: r.start_s, latency: 'p99', us: r.p99_us, n: r.n});
     }
     plot(parent, 'over-time', {
-      width: 560, height: 300, data: {values},
+      width: 440, height: 280, data: {values},
       title: {text: `end to end over time (per ${Number(intervalS * 1e3).toPrecision(3)} ms)`,
               fontSize: 12, fontWeight: 'normal'},
       mark: {type: 'line', point: values.length < 40, tooltip: true},
