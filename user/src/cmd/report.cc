@@ -152,9 +152,9 @@ FileReport report_file(const ReportCommandOptions& opts, const std::string& path
     DeviceTable table;
     devices_from_json(meta.devices, table);
     const auto start = static_cast<uint64_t>(meta.start_monotonic_ns);
-    Stats stats(
-        table, {.sample_n = meta.sample, .interval_ns = sink ? interval_ns : 0, .origin_ns = start},
-        std::move(sink));
+    const uint64_t every = sink ? interval_ns : 0;  // before sink is moved from
+    Stats stats(table, {.sample_n = meta.sample, .interval_ns = every, .origin_ns = start},
+                std::move(sink));
     Assembler assembler(table, [&](const Command& c) {
         if (opts.commands) {
             print_command(c);

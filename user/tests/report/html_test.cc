@@ -1,6 +1,7 @@
 #include "report/html.h"
 
 #include "analysis/join.h"
+#include "cmd/report.h"
 #include "report/printer.h"
 #include "synth.h"
 #include "tempdir.h"
@@ -105,6 +106,39 @@ TEST_F(HtmlPage, IsSelfContained) {
     // the library and the page's script are inlined
     EXPECT_THAT(page, HasSubstr(std::string(builtin_html_assets().report_js.substr(0, 200))));
     EXPECT_THAT(page, HasSubstr("vegaEmbed"));
+}
+
+// `report --html` itself, joined and file by file: the page's JSON is what
+// `report --json` prints for the same files, and every group has its
+// latency over time.
+TEST_F(HtmlPage, ReportCommandEmbedsReportJson) {
+    if (builtin_html_assets().library_js.empty())
+        GTEST_SKIP() << builtin_html_assets().missing;
+    for (bool no_join : {false, true}) {
+        ReportCommandOptions opts;
+        opts.files = files_;
+        opts.no_join = no_join;
+        opts.json = true;
+        ::testing::internal::CaptureStdout();
+        EXPECT_EQ(run_report(opts), 0);
+        const nlohmann::json json = nlohmann::json::parse(::testing::internal::GetCapturedStdout());
+        ASSERT_EQ(json.size(), no_join ? 2u : 1u);
+        opts.json = false;
+        opts.html = dir_.path(no_join ? "apart.html" : "joined.html");
+        EXPECT_EQ(run_report(opts), 0);
+        std::ifstream in(opts.html);
+        std::stringstream ss;
+        ss << in.rdbuf();
+        EXPECT_EQ(nlohmann::json::parse(json_element(ss.str(), "nvmetrace-report")), json);
+        const nlohmann::json plots =
+            nlohmann::json::parse(json_element(ss.str(), "nvmetrace-plots"));
+        ASSERT_EQ(plots.size(), json.size());
+        for (size_t i = 0; i < plots.size(); i++) {
+            ASSERT_EQ(plots[i]["groups"].size(), json[i]["groups"].size());
+            for (const auto& g : plots[i]["groups"])
+                EXPECT_GE(g["over_time"].size(), 50u) << g["label"] << " no_join " << no_join;
+        }
+    }
 }
 
 TEST(Html, MarkupInTheJsonCannotEndItsElement) {
