@@ -112,19 +112,19 @@ nlohmann::json html_plot_json(const Summary& s, const std::vector<Interval>& int
                               uint64_t interval_ns) {
     using nlohmann::json;
     json j = {{"interval_s", static_cast<double>(interval_ns) / 1e9}, {"groups", json::array()}};
-    std::map<std::string, size_t> by_label;
+    std::map<size_t, size_t> by_id;  // GroupSummary::id -> index
     for (const auto& g : s.groups) {
         json cdf = json::array();
         cdf.push_back({{"name", "end to end"}, {"points", cdf_points(g.hist, g.n)}});
         for (const auto& st : g.stages)
             cdf.push_back({{"name", st.name}, {"points", cdf_points(st.hist, g.n)}});
-        by_label.emplace(g.label, j["groups"].size());
+        by_id.emplace(g.id, j["groups"].size());
         j["groups"].push_back({{"label", g.label}, {"cdf", cdf}, {"over_time", json::array()}});
     }
     for (const auto& iv : intervals)
         for (const auto& r : iv.rows) {
-            auto it = by_label.find(r.label);
-            if (it == by_label.end())
+            auto it = by_id.find(r.group);
+            if (it == by_id.end())
                 continue;
             j["groups"][it->second]["over_time"].push_back({{"start_s", iv.start_s},
                                                             {"end_s", iv.end_s},

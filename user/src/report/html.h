@@ -45,7 +45,7 @@ uint64_t html_interval_ns(uint64_t duration_ns);
 //   "end_s", "n", "p50_us", "p99_us"}, ...]}, ...]}
 // groups in the order of s.groups; cdf: "end to end", then each stage
 // (points at values above 0 only: a log axis), about 50 per decade.
-// Intervals are matched to groups by label.
+// Intervals are matched to groups by IntervalRow::group (labels may repeat).
 nlohmann::json html_plot_json(const Summary& s, const std::vector<Interval>& intervals,
                               uint64_t interval_ns);
 

@@ -141,6 +141,30 @@ TEST_F(HtmlPage, ReportCommandEmbedsReportJson) {
     }
 }
 
+// Two groups may share a label (the same op, size and disk on two paths):
+// their intervals go by group, not by label.
+TEST(Html, IntervalsGoToTheirGroupNotTheFirstOfItsLabel) {
+    Summary s;
+    s.groups.resize(2);
+    s.groups[0].label = s.groups[1].label = "read 4KiB nvme0n1 (aio)";
+    s.groups[0].id = 1;  // creation order need not be the summary's
+    s.groups[1].id = 0;
+    Interval iv;
+    iv.end_s = 0.1;
+    IntervalRow a, b;
+    a.group = 0;
+    a.label = b.label = s.groups[0].label;
+    a.n = 7;
+    b.group = 1;
+    b.n = 3;
+    iv.rows = {a, b};
+    const nlohmann::json j = html_plot_json(s, {iv}, 100'000'000);
+    ASSERT_EQ(j["groups"][0]["over_time"].size(), 1u);
+    ASSERT_EQ(j["groups"][1]["over_time"].size(), 1u);
+    EXPECT_EQ(j["groups"][0]["over_time"][0]["n"], 3);
+    EXPECT_EQ(j["groups"][1]["over_time"][0]["n"], 7);
+}
+
 TEST(Html, MarkupInTheJsonCannotEndItsElement) {
     const HtmlAssets a{"/* library */", "/* report */", "", ""};
     const nlohmann::json reports = {{{"recorded_on", "</script><script>alert(1)</script>"}}};
