@@ -4,7 +4,8 @@
 # 1-of-10, for reads and writes: 100 % of the host's commands are matched, the computed network
 # is >= 0 for every one, and the joined end to end is the host's own (from the command dump).
 # `export` of the recording is a valid, nested trace with every matched command's target part
-# (tests/guest/trace_check.py).
+# (tests/guest/trace_check.py). Its `report --html` page holds `report --json`'s JSON as it
+# is and loads nothing from elsewhere (the html_browser ctest checks a page in a browser).
 # lane-timeout: 300
 . "$NVMETRACE_SRC/tests/guest/lib.sh"
 need_ko
@@ -95,6 +96,35 @@ PY
 		python3 "$NVMETRACE_SRC/tests/guest/trace_check.py" "$d/trace.json" --need-process host \
 			--need-process target --min-commands "$matched" --target-parts "$matched" ||
 			fail "$label: trace_check failed"
+		# The page of the same recording: report --json's JSON as it is, nothing loaded
+		# from elsewhere, a distribution and the latency over time for every group.
+		if "$NT" report --html "$d/report.html" "$d/rec.ntr" 2>"$d/html.err"; then
+			python3 - "$label" "$d/report.html" "$d/report.json" <<'PY' || exit 1
+import json, re, sys
+label, page, rep = sys.argv[1:4]
+def fail(m):
+    print("FAIL: %s: report --html: %s" % (label, m), file=sys.stderr); sys.exit(1)
+text = open(page, encoding="utf-8").read()
+def element(name):
+    m = re.search(r'<script type="application/json" id="%s">(.*?)</script>' % name, text, re.S)
+    if not m:
+        fail("no %s element" % name)
+    return json.loads(m.group(1))
+if element("nvmetrace-report") != json.load(open(rep)):
+    fail("the embedded JSON is not report --json's")
+if re.search(r"(src|href)\s*=\s*[\"']?\s*(https?:)?//", text, re.I) or "<link" in text:
+    fail("the page loads something from elsewhere")
+for g in element("nvmetrace-plots")[0]["groups"]:
+    if not g["over_time"] or not g["cdf"][0]["points"]:
+        fail("group %s has no latency over time or no distribution" % g["label"])
+print("ok   %-16s report --html: %d bytes, its JSON report --json's" % (label, len(text)))
+PY
+		elif grep -q "tools/html-deps" "$d/html.err"; then
+			echo "note: $label: report --html skipped: $(cat "$d/html.err")"
+		else
+			cat "$d/html.err"
+			fail "$label: report --html failed"
+		fi
 	done
 done
 rmmod nvmetrace || fail "rmmod failed"

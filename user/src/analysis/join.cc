@@ -572,8 +572,9 @@ JoinedReport join_files(const std::vector<std::string>& files, const JoinFilesOp
         if (s->src[1] >= 0)
             devices_from_json(s->meta.devices, names);
     Stats::Options so{.sample_n = lead->meta.sample,
+                      .interval_ns = opts.on_interval ? opts.interval_ns : 0,
                       .origin_ns = static_cast<uint64_t>(lead->meta.start_monotonic_ns)};
-    Stats stats(names, so);
+    Stats stats(names, so, opts.on_interval);
     if (rep.host_files > 1) {
         // several hosts: their disks share names and numbers; say whose
         std::vector<const FileStream*> by_origin;
@@ -587,9 +588,11 @@ JoinedReport join_files(const std::vector<std::string>& files, const JoinFilesOp
                             : fmt::format("{}:{}", f->meta.hostname, disk);
         });
     }
+    uint64_t last_end = 0;  // of the commands handed to Stats
     auto sink = [&](const Command& c) {
         if (opts.on_command)
             opts.on_command(c);
+        last_end = std::max(last_end, c.last_ts());
         stats.add(c);
     };
     std::vector<std::vector<uint16_t>> target_ids(streams.size());
@@ -691,6 +694,9 @@ JoinedReport join_files(const std::vector<std::string>& files, const JoinFilesOp
             rep.problems.push_back(s->reader.problem());
         rep.corrupt = rep.corrupt || s->reader.end() == RecordingEnd::corrupt;
     }
+    // the last interval ends with the last command (not the recording, which
+    // may go on idle for long)
+    stats.flush_interval(last_end);
     rep.summary = stats.summary(duration);
     return rep;
 }

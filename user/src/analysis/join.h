@@ -191,6 +191,11 @@ struct JoinFilesOptions {
     size_t calibration_commands = 4096;
     // Also called with every command handed to Stats (tests, --commands).
     std::function<void(const Command&)> on_command;
+    // Interval snapshots (Stats::Options::interval_ns, on the lead host
+    // recording's clock) to on_interval, the last one cut at the last
+    // command's end.  0: none.
+    uint64_t interval_ns = 0;
+    Stats::IntervalSink on_interval;
 };
 
 struct JoinedReport {

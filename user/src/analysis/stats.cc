@@ -23,6 +23,7 @@ std::string size_label(uint64_t bytes) {
 }
 
 struct Stats::Group {
+    size_t id = 0;  // creation order (GroupSummary::id, IntervalRow::group)
     Layout layout;
     std::string label, size_label, device;
     bool passthru = false;  // passthrough commands (their layout has no bio)
@@ -95,6 +96,7 @@ Stats::Group& Stats::group_for(const Command& cmd) {
     auto& slot = groups_[key];
     if (!slot) {
         auto g = std::make_unique<Group>();
+        g->id = groups_.size() - 1;  // the slot is already in the map
         g->layout = layout_for(view, key.present, opts_.table);
         g->op = cmd.op;
         g->side = cmd.side;
@@ -215,11 +217,13 @@ void Stats::close_interval(uint64_t end_ns) {
         if (!g.i_n)
             continue;
         IntervalRow r;
+        r.group = g.id;
         r.label = g.label;
         r.view = g.layout.view;
         r.n = g.i_n;
         r.rate = len_s > 0 ? static_cast<double>(g.i_n) * opts_.sample_n / len_s : 0;
         r.mean_us = static_cast<double>(g.i_sum) / static_cast<double>(g.i_n) / 1e3;
+        r.p50_us = g.i_hist.quantile(0.5) / 1e3;
         r.p99_us = g.i_hist.quantile(0.99) / 1e3;
         for (size_t s = 0; s < g.layout.stages.size(); s++) {
             DurationSum sum = 0;
@@ -346,6 +350,7 @@ Summary Stats::summary(uint64_t duration_ns) const {
         const Group& g = *gp;
         const Layout& l = g.layout;
         GroupSummary gs;
+        gs.id = g.id;
         gs.label = g.label;
         gs.op = g.op;
         gs.size = g.size;

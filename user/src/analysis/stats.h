@@ -219,6 +219,7 @@ struct QueueSummary {
 };
 
 struct GroupSummary {
+    size_t id = 0;      // the group's IntervalRow::group (not in the JSON)
     std::string label;  // "read 4KiB nvme1n1", + " (no nvme_setup_cmd)" if merged
     Op op = Op::read;
     std::string size_label;  // "4KiB", or "8 blocks" when the block size is unknown
@@ -257,11 +258,12 @@ struct Summary {
 };
 
 struct IntervalRow {
+    size_t group = 0;  // which group (GroupSummary::id): labels need not be unique
     std::string label;
     View view = View::host_only;
     uint64_t n = 0;
     double rate = 0;  // estimated commands/s
-    double mean_us = 0, p99_us = 0;
+    double mean_us = 0, p50_us = 0, p99_us = 0;
     // Share of the mean per live column; marker '*' (not recorded) or '+'
     // (merged with the next stages), or 0.
     std::array<std::optional<double>, kStageColumns> share{};

@@ -197,10 +197,15 @@ int run(int argc, char** argv) {
     CLI::App* report = app.add_subcommand("report", "Where the recorded commands spent their time");
     report->footer(
         "Examples:\n  nvmetrace report nvmetrace.ntr\n  nvmetrace report --detail host.ntr "
-        "target.ntr\n  nvmetrace report --json host.ntr | jq .");
+        "target.ntr\n  nvmetrace report --json host.ntr | jq .\n  nvmetrace report --html "
+        "report.html host.ntr target.ntr");
     report->add_option("files", rep.files, "Recordings")->required();
     report->add_flag("--detail", rep.detail, "Every component in path order, with p50/p99");
     report->add_flag("--json", rep.json, "JSON instead of text");
+    report
+        ->add_option("--html", rep.html,
+                     "Write the report with its plots as one self-contained HTML page to FILE")
+        ->type_name("FILE");
     report->add_flag("--no-join", rep.no_join,
                      "Report the host's and the target's commands apart, without joining them");
     report->add_flag("--commands", rep.commands,
