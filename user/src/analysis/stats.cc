@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <map>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -330,8 +331,42 @@ std::optional<TailSummary> Stats::tail_of(const Group& g, double q) {
     return t;
 }
 
+namespace {
+
+// Groups of one op, size, device and interface whose commands took different
+// paths (nvmet-tcp records a command's arrival only when it starts a socket
+// read, say) would print under one label: each gets the recorded events it
+// lacks and another group of that label has, and a number if that is not
+// enough.
+void distinguish_labels(std::vector<GroupSummary>& groups, const std::vector<EventMask>& presents) {
+    std::map<std::string, std::vector<size_t>> by_label;
+    for (size_t i = 0; i < groups.size(); i++)
+        by_label[groups[i].label].push_back(i);
+    for (const auto& [label, idx] : by_label) {
+        if (idx.size() < 2)
+            continue;
+        EventMask all = 0;
+        for (size_t i : idx)
+            all |= presents[i];
+        for (size_t i : idx) {
+            std::vector<std::string_view> lacks;
+            for (EventMask m = all & ~presents[i]; m; m &= m - 1)
+                lacks.push_back(kEvents[static_cast<size_t>(std::countr_zero(m))].name);
+            if (!lacks.empty())
+                groups[i].label += fmt::format(" (without {})", fmt::join(lacks, ", "));
+        }
+        std::map<std::string, int> seen;
+        for (size_t i : idx)
+            if (int n = ++seen[groups[i].label]; n > 1)
+                groups[i].label += fmt::format(" #{}", n);
+    }
+}
+
+}  // namespace
+
 Summary Stats::summary(uint64_t duration_ns) const {
     Summary s;
+    std::vector<EventMask> presents;  // per group of s.groups: its layout key
     s.sample_n = opts_.sample_n;
     s.failed = failed_;
     if (!duration_ns && commands_)
@@ -437,7 +472,9 @@ Summary Stats::summary(uint64_t duration_ns) const {
             it->bytes_per_s += gs.bytes_per_s;
         }
         s.groups.push_back(std::move(gs));
+        presents.push_back(key.present);
     }
+    distinguish_labels(s.groups, presents);
     return s;
 }
 

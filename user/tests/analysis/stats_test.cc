@@ -419,6 +419,23 @@ TEST_F(StatsTest, PerQueueEndToEnd) {
     EXPECT_NEAR(g.queues[2].p99_us, 403.5, 403.5 * CoarseHistogram::kMaxRelativeError);
 }
 
+// The same op, size and device through two paths: two groups, two labels.
+TEST_F(StatsTest, GroupsOfOneLabelSayWhatTheyLack) {
+    Stats st(devices, {.sample_n = 1});
+    Command sent = host_cmd(0, 1000, 2000, 50'000, 500);
+    set(sent, NVMETRACE_EV_TCP_CMD_SEND, 3500);
+    st.add(sent);
+    st.add(host_cmd(100'000, 1000, 2000, 50'000, 500));
+    const Summary s = st.summary();
+    ASSERT_EQ(s.groups.size(), 2u);
+    std::vector<std::string> labels = {s.groups[0].label, s.groups[1].label};
+    std::sort(labels.begin(), labels.end());
+    const std::string send(
+        kEvents[static_cast<size_t>(event_slot(NVMETRACE_EV_TCP_CMD_SEND))].name);
+    EXPECT_EQ(labels, (std::vector<std::string>{"read 4KiB nvme0n1",
+                                                "read 4KiB nvme0n1 (without " + send + ")"}));
+}
+
 TEST(SizeLabel, Units) {
     EXPECT_EQ(size_label(512), "512B");
     EXPECT_EQ(size_label(4096), "4KiB");
