@@ -78,11 +78,5 @@ const HtmlAssets& builtin_html_assets() {
 
 }  // namespace nvmetrace
 ")
-if(EXISTS "${OUT}")
-    file(READ "${OUT}" old)
-else()
-    set(old "")
-endif()
-if(NOT old STREQUAL text)
-    file(WRITE "${OUT}" "${text}")
-endif()
+include(${CMAKE_CURRENT_LIST_DIR}/../write_if_changed.cmake)
+write_if_changed("${OUT}" "${text}")
