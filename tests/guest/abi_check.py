@@ -182,7 +182,7 @@ maps = []
 for cpu in range(nr):
     m = mmap.mmap(fd, msz, mmap.MAP_SHARED, P, offset=cpu * msz)
     magic, ver, cver, size, rsz, nrr, c, doff, ms = struct.unpack_from("IHHIIIIQQ", m, 0)
-    check(magic == 0x4e565452 and ver == 1 and size == 4096 and rsz == 48 and nrr == 64 and
+    check(magic == 0x4e565452 and ver == 2 and cver == 2 and size == 4096 and rsz == 48 and nrr == 64 and
           c == cpu and doff == 4096 and ms == msz, "ring %d control page" % cpu)
     maps.append(m)
 
