@@ -63,19 +63,25 @@ wait_for 5 bash -c "'$NVMETRACE_BIN' status --json | jq -e '.state == \"idle\"' 
 	fail "the module still records after its recorder was killed"
 
 # record -- fio: starts recording, runs fio, stops when it exits, exits with its status;
-# without -o the recording is nvmetrace.ntr in the current folder
-(cd "$RESULTS" && "$NVMETRACE_BIN" record -r host -s 1 -- fio --name=cmd --output-format=json \
+# without -o the recording is nvmetrace.ntr in the current folder; without -r the role is
+# what the machine has (here both: a connected namespace and the loopback's subsystem)
+(cd "$RESULTS" && "$NVMETRACE_BIN" record -s 1 -- fio --name=cmd --output-format=json \
 	--output="$RESULTS/cmd.json" --filename="/dev/$dev" --ioengine=libaio --direct=1 \
 	--rw=randread --bs=4k --iodepth=1 --time_based --runtime=2) >"$RESULTS/cmd.out" 2>&1 &&
 	rc=0 || rc=$?
 cat "$RESULTS/cmd.out"
 [ "$rc" = 0 ] || fail "record -- fio exited $rc, fio 0"
+grep -qE 'recording as host\+target: this machine has [0-9]+ NVMe-oF namespaces? and [0-9]+ nvmet subsystems?' \
+	"$RESULTS/cmd.out" || fail "record without -r did not say it took host+target from the machine"
 fio_check cmd
 [ -s "$RESULTS/nvmetrace.ntr" ] || fail "record -- fio left no nvmetrace.ntr"
 "$NVMETRACE_BIN" report --json "$RESULTS/nvmetrace.ntr" >"$RESULTS/cmd-report.json" ||
 	fail "report of record -- fio failed"
 n=$(jq '[.[0].groups[] | select(.device | startswith("nvme")) | .n] | add // 0' "$RESULTS/cmd-report.json")
 ios=$(fio_ios cmd)
+# both sides in one file: the report joins them
+[ "$(jq -r '.[0].role' "$RESULTS/cmd-report.json")" = joined ] ||
+	fail "record without -r did not record both sides: $(jq -c '.[0].role' "$RESULTS/cmd-report.json")"
 [ "$n" -gt 0 ] || fail "record -- fio recorded no command"
 # the recording spans fio's whole life: every I/O of it is there
 [ "$n" = "$ios" ] || fail "record -- fio has $n commands, fio did $ios I/Os"

@@ -124,12 +124,15 @@ int run(int argc, char** argv) {
     const int parse_argc = split_record_command(argc, argv, rec.command, rec_separator);
     CLI::App* record = app.add_subcommand("record", "Record sampled commands into a file");
     record->footer(
-        "Examples:\n  nvmetrace record -r host -- fio job.fio       # while fio runs, into "
-        "nvmetrace.ntr\n  nvmetrace record -r host -r target -d 20 -o all.ntr\n  nvmetrace record "
+        "Examples:\n  nvmetrace record -- fio job.fio       # while fio runs, into nvmetrace.ntr; "
+        "host and/or\n                                        # target from what this machine has\n"
+        "  nvmetrace record -r host -r target -d 20 -o all.ntr\n  nvmetrace record "
         "-r host -s 100 -i 1           # 1 of 100 commands, a live line a second\n\nWith -- CMD "
         "ARGS the exit status is CMD's (128 + signal); else 0, 1 error, 2 usage error.");
-    record->add_option("-r,--role", rec.roles, "host and/or target (-r host -r target for both)")
-        ->required()
+    record
+        ->add_option("-r,--role", rec.roles,
+                     "host and/or target (-r host -r target for both; default: what this "
+                     "machine has, NVMe-oF namespaces and/or nvmet subsystems)")
         ->check(CLI::IsMember({"host", "target"}));
     record->add_option("-t,--transport", rec.transport, "Only controllers of this transport")
         ->check(CLI::IsMember({"tcp", "rdma"}));

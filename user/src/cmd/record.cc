@@ -77,6 +77,35 @@ std::string role_name(uint32_t mask) {
     return mask & NVMETRACE_ROLE_HOST ? "host" : "target";
 }
 
+}  // namespace
+
+uint32_t role_from_machine(size_t host_namespaces, bool devices_named, size_t nvmet_subsystems,
+                           std::string& said) {
+    uint32_t role = 0;
+    std::vector<std::string> why;
+    if (host_namespaces || devices_named) {
+        role |= NVMETRACE_ROLE_HOST;
+        why.push_back(host_namespaces ? fmt::format("{} NVMe-oF namespace{}", host_namespaces,
+                                                    host_namespaces == 1 ? "" : "s")
+                                      : std::string("--dev names a host namespace"));
+    }
+    if (nvmet_subsystems) {
+        role |= NVMETRACE_ROLE_TARGET;
+        why.push_back(fmt::format("{} nvmet subsystem{}", nvmet_subsystems,
+                                  nvmet_subsystems == 1 ? "" : "s"));
+    }
+    if (!role)
+        throw Error(
+            "no role given (-r host or -r target), and this machine has neither an NVMe-oF "
+            "namespace (nvme connect ...) nor an nvmet subsystem (/sys/kernel/config/nvmet) "
+            "to take it from");
+    said = fmt::format("recording as {}: this machine has {} (-r host or -r target to choose)",
+                       role_name(role), fmt::join(why, " and "));
+    return role;
+}
+
+namespace {
+
 std::string sampling_words(uint32_t n) {
     return n == 1 ? "every command" : fmt::format("1 of {} commands", n);
 }
@@ -300,7 +329,15 @@ int split_record_command(int argc, char** argv, std::vector<std::string>& comman
 }
 
 int run_record(const RecordOptions& opts) {
-    const uint32_t role = roles_mask(opts.roles);
+    uint32_t role = 0;
+    if (opts.roles.empty()) {
+        std::string said;
+        role = role_from_machine(find_host_namespaces(opts.transport).size(),
+                                 !opts.devices.empty(), find_nvmet_subsystems().size(), said);
+        fmt::print(stderr, "nvmetrace: {}\n", said);
+    } else {
+        role = roles_mask(opts.roles);
+    }
     if (opts.sample == 0)
         throw Error("-s 0: sample 1 of N commands, N >= 1");
     // A command that cannot run is said before anything is started or written.

@@ -42,6 +42,13 @@ struct RecordOptions {
 // `separator` says whether the "--" was there.
 int split_record_command(int argc, char** argv, std::vector<std::string>& command, bool& separator);
 
+// The role when -r is not given, from what the machine has: NVMe-oF
+// namespaces (or --dev naming one) make it a host, nvmet subsystems a
+// target, both make it both.  `said` gets the line record prints about it.
+// Throws Error when the machine has neither.
+uint32_t role_from_machine(size_t host_namespaces, bool devices_named, size_t nvmet_subsystems,
+                           std::string& said);
+
 // Records until -d, Ctrl-C or, with opts.command, that command's exit.
 // Returns 0, or with a command its status as a shell gives it (its exit
 // code, or 128 + the signal that ended it).

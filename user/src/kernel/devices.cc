@@ -169,6 +169,16 @@ std::vector<TargetNamespace> find_target_namespaces(const std::string& configfs_
     return out;
 }
 
+std::vector<std::string> find_nvmet_subsystems(const std::string& configfs_root) {
+    std::vector<std::string> out;
+    std::error_code ec;
+    for (const auto& s :
+         fs::directory_iterator(fs::path(configfs_root) / "nvmet/subsystems", ec))
+        out.push_back(s.path().filename());
+    std::sort(out.begin(), out.end());
+    return out;
+}
+
 nlohmann::json devices_to_json(const std::vector<HostNamespace>& host,
                                const std::vector<TargetNamespace>& target) {
     nlohmann::json arr = nlohmann::json::array();

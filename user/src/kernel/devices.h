@@ -63,6 +63,11 @@ std::vector<TargetNamespace> find_target_namespaces(
     const std::string& configfs_root = "/sys/kernel/config",
     const std::string& sysfs_root = "/sys");
 
+// Names of the nvmet subsystems below configfs_root, with or without
+// namespaces (a target that is being set up is still a target).
+std::vector<std::string> find_nvmet_subsystems(
+    const std::string& configfs_root = "/sys/kernel/config");
+
 // The recording's `devices` array and back.
 nlohmann::json devices_to_json(const std::vector<HostNamespace>& host,
                                const std::vector<TargetNamespace>& target);

@@ -154,6 +154,38 @@ TEST(RecordWriterOptions, RawAtOneOfOneAndTheZstdOption) {
     }
 }
 
+// Without -r the machine decides: namespaces make a host, subsystems a
+// target, both make both, and neither is an error that says what to do.
+TEST(RoleFromMachine, HostTargetBothOrAnErrorThatSaysWhatToDo) {
+    std::string said;
+    EXPECT_EQ(role_from_machine(2, false, 0, said), uint32_t{NVMETRACE_ROLE_HOST});
+    EXPECT_EQ(said,
+              "recording as host: this machine has 2 NVMe-oF namespaces (-r host or -r target "
+              "to choose)");
+    EXPECT_EQ(role_from_machine(0, false, 1, said), uint32_t{NVMETRACE_ROLE_TARGET});
+    EXPECT_NE(said.find("recording as target: this machine has 1 nvmet subsystem "), std::string::npos)
+        << said;
+    EXPECT_EQ(role_from_machine(1, false, 3, said),
+              uint32_t{NVMETRACE_ROLE_HOST | NVMETRACE_ROLE_TARGET});
+    EXPECT_NE(said.find("host+target: this machine has 1 NVMe-oF namespace and 3 nvmet "
+                        "subsystems"),
+              std::string::npos)
+        << said;
+    // --dev may name a namespace to come: that is a host
+    EXPECT_EQ(role_from_machine(0, true, 0, said), uint32_t{NVMETRACE_ROLE_HOST});
+    EXPECT_NE(said.find("--dev names a host namespace"), std::string::npos) << said;
+    said = "unchanged";
+    try {
+        role_from_machine(0, false, 0, said);
+        FAIL() << "no error";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("-r host or -r target"), std::string::npos)
+            << e.what();
+        EXPECT_NE(std::string(e.what()).find("nvme connect"), std::string::npos) << e.what();
+    }
+    EXPECT_EQ(said, "unchanged");
+}
+
 TEST(Reorderer, ReleasesOnlyWhatIsOlderThanTheWindowInTimeOrder) {
     Reorderer ro(100);
     // two rings, each in time order, interleaved in time

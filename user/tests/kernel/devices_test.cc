@@ -110,6 +110,16 @@ TEST_F(FakeSysfs, TargetNamespacesFromConfigfs) {
     EXPECT_TRUE(t[1].enabled);
 }
 
+// A subsystem counts before it has a namespace: a target being set up is a
+// target.  No configfs at all is no subsystem, not an error.
+TEST_F(FakeSysfs, NvmetSubsystemsWithOrWithoutNamespaces) {
+    EXPECT_TRUE(find_nvmet_subsystems((root_ / "cfg").string()).empty());
+    put("cfg/nvmet/subsystems/nqn.b/attr_allow_any_host", "1");
+    put("cfg/nvmet/subsystems/nqn.a/namespaces/1/enable", "1");
+    EXPECT_EQ(find_nvmet_subsystems((root_ / "cfg").string()),
+              (std::vector<std::string>{"nqn.a", "nqn.b"}));
+}
+
 TEST(Devices, JsonRoundTripFeedsTheDeviceTable) {
     HostNamespace h;
     h.name = "nvme0n1";
