@@ -6,6 +6,7 @@
 #include "format/recfile.h"
 #include "util/error.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -24,13 +25,27 @@ int main(int argc, char** argv) {
         wo.zstd_level = argc == 6 ? std::atoi(argv[5]) : 0;
         auto out = nvmetrace::RecordingWriter::open(argv[2], wo);
         out.write_meta(in.meta());
+        // the records with their CPUs, where the recording has them
         std::vector<nvmetrace_rec> recs;
-        in.for_each([&](std::span<const nvmetrace_rec> block) {
-            for (const auto& r : block)
-                if (recs.size() < want)
-                    recs.push_back(r);
-        });
-        out.append(recs);
+        std::vector<nvmetrace::CpuRun> runs;
+        std::span<const nvmetrace_rec> block;
+        while (recs.size() < want && in.next(block)) {
+            const size_t n = std::min(block.size(), want - recs.size());
+            recs.insert(recs.end(), block.begin(), block.begin() + static_cast<ptrdiff_t>(n));
+            std::span<const nvmetrace::CpuRun> cpus = in.cpu_runs();
+            if (cpus.empty()) {
+                runs.push_back({nvmetrace::kCpuUnknown, static_cast<uint32_t>(n)});
+                continue;
+            }
+            for (size_t left = n; const auto& r : cpus) {
+                if (left == 0)
+                    break;
+                const auto k = static_cast<uint32_t>(std::min<size_t>(left, r.count));
+                runs.push_back({r.cpu, k});
+                left -= k;
+            }
+        }
+        out.append(recs, runs);
         nvmetrace::RecordingTrailer t;
         if (in.trailer())
             t.lost = in.trailer()->lost;

@@ -6,6 +6,10 @@
 //   - a record's field set to an edge value (0, all ones, the sign bit, a
 //     neighbour's value nudged, another event number), or records duplicated,
 //     dropped or swapped (timestamps out of order, events twice);
+//   - a CPUS block's runs edited (a CPU set to an edge value or unknown, a
+//     count nudged so the runs no longer cover their RECORDS block, runs
+//     split, dropped or added), or a CPUS block made for a RECORDS block
+//     that has none (seeds from before CPUS blocks reach that code too);
 //   - a JSON value of META or TRAILER replaced (null, wrong type, huge,
 //     negative, fractional, 1e300, deep nesting), a key dropped;
 //   - a payload's bytes through libFuzzer's own mutator;
@@ -108,6 +112,8 @@ std::vector<uint8_t> serialize(const Recording& rec) {
             h.reserved = 0;
             h.count = h.type == static_cast<uint16_t>(BlockType::records)
                           ? static_cast<uint32_t>(b.payload.size() / sizeof(nvmetrace_rec))
+                      : h.type == static_cast<uint16_t>(BlockType::cpus)
+                          ? static_cast<uint32_t>(b.payload.size() / sizeof(nvmetrace::CpuRun))
                           : 0;
         }
         h.checksum = nvmetrace::crc32c(std::as_bytes(std::span(stored)));
@@ -186,6 +192,82 @@ bool mutate_records(Rng& rng, Block& b) {
             std::swap_ranges(rec_at(i), rec_at(i) + sizeof(nvmetrace_rec), rec_at(j));
             return true;
     }
+}
+
+// A CPUS block's runs: mostly edits that keep them covering their RECORDS
+// block (a CPU changed, a run split), sometimes ones that do not.
+bool mutate_cpus(Rng& rng, Block& b) {
+    using nvmetrace::CpuRun;
+    std::vector<CpuRun> runs(b.payload.size() / sizeof(CpuRun));
+    if (!runs.empty())
+        memcpy(runs.data(), b.payload.data(), runs.size() * sizeof(CpuRun));
+    const size_t i = pick(rng, runs.size());
+    switch (pick(rng, 6)) {
+        case 0:
+        case 1:  // another CPU, or none
+            if (runs.empty())
+                return false;
+            runs[i].cpu = pick(rng, 4) == 0
+                              ? nvmetrace::kCpuUnknown
+                              : static_cast<uint32_t>(edge_value(
+                                    rng, runs[i].cpu, runs[pick(rng, runs.size())].cpu, 4));
+            break;
+        case 2: {  // one run as two: the same records, the same total
+            if (runs.empty() || runs[i].count < 2)
+                return false;
+            const auto k = static_cast<uint32_t>(1 + pick(rng, runs[i].count - 1));
+            CpuRun second{static_cast<uint32_t>(pick(rng, 64)), runs[i].count - k};
+            runs[i].count = k;
+            runs.insert(runs.begin() + static_cast<ptrdiff_t>(i) + 1, second);
+            break;
+        }
+        case 3:  // a count the RECORDS block does not bear out (wrapping too)
+            if (runs.empty())
+                return false;
+            runs[i].count = static_cast<uint32_t>(edge_value(rng, runs[i].count, 0, 4));
+            break;
+        case 4:  // a run gone
+            if (runs.empty())
+                return false;
+            runs.erase(runs.begin() + static_cast<ptrdiff_t>(i));
+            break;
+        default:  // a run more
+            runs.insert(
+                runs.begin() + static_cast<ptrdiff_t>(i),
+                CpuRun{static_cast<uint32_t>(pick(rng, 8)), static_cast<uint32_t>(pick(rng, 3))});
+            break;
+    }
+    const auto* p = reinterpret_cast<const uint8_t*>(runs.data());
+    b.payload.assign(p, p + runs.size() * sizeof(CpuRun));
+    return true;
+}
+
+// A CPUS block for a RECORDS block without one, its runs covering it as the
+// writer's would: from a few CPUs, stretches of random length.
+bool add_cpus(Rng& rng, Recording& rec) {
+    const auto records = static_cast<uint16_t>(BlockType::records);
+    const auto cpus = static_cast<uint16_t>(BlockType::cpus);
+    std::vector<size_t> bare;
+    for (size_t k = 0; k < rec.blocks.size(); k++)
+        if (rec.blocks[k].h.type == records && (k == 0 || rec.blocks[k - 1].h.type != cpus))
+            bare.push_back(k);
+    if (bare.empty())
+        return false;
+    const size_t at = bare[pick(rng, bare.size())];
+    size_t left = rec.blocks[at].payload.size() / sizeof(nvmetrace_rec);
+    std::vector<nvmetrace::CpuRun> runs;
+    while (left > 0) {
+        const size_t n = 1 + pick(rng, std::min<size_t>(left, 1 + pick(rng, 64)));
+        runs.push_back({static_cast<uint32_t>(pick(rng, 4)), static_cast<uint32_t>(n)});
+        left -= n;
+    }
+    Block b;
+    b.h.type = cpus;
+    b.compress = pick(rng, 2) == 0;
+    const auto* p = reinterpret_cast<const uint8_t*>(runs.data());
+    b.payload.assign(p, p + runs.size() * sizeof(nvmetrace::CpuRun));
+    rec.blocks.insert(rec.blocks.begin() + static_cast<ptrdiff_t>(at), std::move(b));
+    return true;
 }
 
 void json_paths(const nlohmann::json& j, const nlohmann::json::json_pointer& at,
@@ -297,7 +379,7 @@ bool mutate_bytes(Rng& rng, Block& b, size_t room) {
 bool mutate_blocks(Rng& rng, Recording& rec, size_t total) {
     auto& v = rec.blocks;
     const size_t i = pick(rng, v.size()), j = pick(rng, v.size());
-    switch (pick(rng, 8)) {
+    switch (pick(rng, 9)) {
         case 0:
             v.insert(v.begin() + static_cast<ptrdiff_t>(j), v[i]);
             return true;
@@ -325,6 +407,8 @@ bool mutate_blocks(Rng& rng, Recording& rec, size_t total) {
         case 6:
             v[i].compress = !v[i].compress;
             return true;
+        case 7:
+            return add_cpus(rng, rec);
         default:  // killed mid-write
             rec.cut = pick(rng, total + 1);
             return true;
@@ -344,13 +428,16 @@ extern "C" size_t LLVMFuzzerCustomMutator(uint8_t* data, size_t size, size_t max
         Block& b = rec.blocks[pick(rng, rec.blocks.size())];
         const bool is_json = b.h.type == static_cast<uint16_t>(BlockType::meta) ||
                              b.h.type == static_cast<uint16_t>(BlockType::trailer);
+        const bool is_cpus = b.h.type == static_cast<uint16_t>(BlockType::cpus);
         bool done = false;
         switch (pick(rng, 10)) {
             case 0:
             case 1:
             case 2:
             case 3:
-                done = is_json ? mutate_json(rng, b) : mutate_records(rng, b);
+                done = is_json   ? mutate_json(rng, b)
+                       : is_cpus ? mutate_cpus(rng, b)
+                                 : mutate_records(rng, b);
                 break;
             case 4:
             case 5:

@@ -229,10 +229,12 @@ int run(int argc, char** argv) {
     ScriptOptions scr;
     double scr_from = 0, scr_to = 0;
     CLI::App* script = app.add_subcommand(
-        "script", "Every record, one line each in time order (as perf script, blkparse)");
+        "script",
+        "Every record, one line each in time order, with its CPU (as perf script, blkparse)");
     script->footer(
         "Examples:\n  nvmetrace script nvmetrace.ntr\n  nvmetrace script -e "
-        "nvme_setup,nvme_complete -d nvme0n1 --from 2 --to 3 --json h.ntr");
+        "nvme_setup,nvme_complete -d nvme0n1 --from 2 --to 3 --json h.ntr\n  nvmetrace "
+        "script --cpu 0-3,8 h.ntr");
     script->add_option("files", scr.files, "Recordings")->required();
     script->add_option("-e,--event", scr.events, "Only these events (bio_queue,nvme_setup,...)")
         ->delimiter(',');
@@ -242,6 +244,11 @@ int run(int argc, char** argv) {
         script->add_option("--from", scr_from, "From this many seconds after the start");
     CLI::Option* to_opt =
         script->add_option("--to", scr_to, "Up to this many seconds after the start");
+    std::string scr_cpus;
+    CLI::Option* cpu_opt =
+        script->add_option("--cpu", scr_cpus,
+                           "Only records recorded on these CPUs (0-3,8; records of an unknown "
+                           "CPU are left out)");
     script->add_flag("--json", scr.json, "One JSON object a line");
 
     CompareOptions cmp;
@@ -364,6 +371,8 @@ int run(int argc, char** argv) {
             scr.from_s = scr_from;
         if (to_opt->count())
             scr.to_s = scr_to;
+        if (cpu_opt->count())
+            scr.cpus = parse_cpu_list(scr_cpus);
         return run_script(scr);
     }
     if (compare->parsed()) {

@@ -15,6 +15,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 namespace nvmetrace {
@@ -128,8 +129,12 @@ public:
 
     // Hands every record older than now - window (all of them with
     // flush_all) to fn, in ts order, in one or more spans, and forgets them.
+    // fn(recs), or fn(recs, runs) to be told which ring (CPU) each record
+    // came from: runs (CpuRun) cover recs in order.
     template <class Fn>
     void release(uint64_t now_ns, bool flush_all, Fn&& fn) {
+        constexpr bool with_cpus =
+            std::is_invocable_v<Fn&, std::span<const nvmetrace_rec>, std::span<const CpuRun>>;
         const uint64_t limit =
             flush_all ? UINT64_MAX : (now_ns > window_ns_ ? now_ns - window_ns_ : 0);
         RecordQueue* only = nullptr;
@@ -154,15 +159,22 @@ public:
             } else {
                 lo = hi;
             }
+            const auto cpu = static_cast<uint32_t>(only - streams_.data());
             for (size_t n = lo; n > 0;) {
                 std::span<const nvmetrace_rec> piece = only->front_span(n);
-                fn(piece);
+                if constexpr (with_cpus) {
+                    const CpuRun run{cpu, static_cast<uint32_t>(piece.size())};
+                    fn(piece, std::span<const CpuRun>(&run, 1));
+                } else {
+                    fn(piece);
+                }
                 only->pop_front(piece.size());
                 n -= piece.size();
             }
             return;
         }
         out_.clear();
+        runs_.clear();
         for (; busy > 1;) {
             RecordQueue* best = nullptr;
             for (auto& st : streams_) {
@@ -174,8 +186,21 @@ public:
                 break;
             out_.push_back(best->front());
             best->pop_front(1);
+            if constexpr (with_cpus) {
+                // one compare a record; a new run only where the CPU changes
+                const auto cpu = static_cast<uint32_t>(best - streams_.data());
+                if (!runs_.empty() && runs_.back().cpu == cpu)
+                    runs_.back().count++;
+                else
+                    runs_.push_back({cpu, 1});
+            }
         }
-        if (!out_.empty())
+        if (out_.empty())
+            return;
+        if constexpr (with_cpus)
+            fn(std::span<const nvmetrace_rec>(out_.data(), out_.size()),
+               std::span<const CpuRun>(runs_));
+        else
             fn(std::span<const nvmetrace_rec>(out_.data(), out_.size()));
     }
 
@@ -190,6 +215,7 @@ private:
     uint64_t window_ns_;
     std::vector<RecordQueue> streams_;
     std::vector<nvmetrace_rec> out_;
+    std::vector<CpuRun> runs_;  // out_'s CPUs
 };
 
 // What `record` does with the rings each time it wakes up: drains them into
@@ -213,15 +239,16 @@ public:
     }
     // Hands on what is older than now - window, or everything.
     void release(uint64_t now_ns, bool all) {
-        reorder_.release(now_ns, all, [this](std::span<const nvmetrace_rec> recs) {
-            if (writer_)
-                writer_->append(recs);
-            if (stage_)
-                stage_->push(recs);
-            if (live_)
-                for (const auto& r : recs)
-                    live_->push(r);
-        });
+        reorder_.release(now_ns, all,
+                         [this](std::span<const nvmetrace_rec> recs, std::span<const CpuRun> runs) {
+                             if (writer_)
+                                 writer_->append(recs, runs);
+                             if (stage_)
+                                 stage_->push(recs, runs);
+                             if (live_)
+                                 for (const auto& r : recs)
+                                     live_->push(r);
+                         });
     }
     size_t pending() const { return reorder_.pending(); }
     // Once nothing records and the rings are drained: a drop run that ended

@@ -47,9 +47,14 @@ void RecordStage::submit(uint64_t now_ns) {
     {
         std::lock_guard lock(mu_);
         b.recs.swap(next_);
+        b.runs.swap(next_runs_);
         if (!spare_.empty()) {
             next_.swap(spare_.back());
             spare_.pop_back();
+        }
+        if (!spare_runs_.empty()) {
+            next_runs_.swap(spare_runs_.back());
+            spare_runs_.pop_back();
         }
         queue_.push_back(std::move(b));
     }
@@ -99,16 +104,19 @@ void RecordStage::run() {
         }
         backlog_.fetch_sub(n);
         b.recs.clear();
+        b.runs.clear();
         lock.lock();
         if (spare_.size() < 4)
             spare_.push_back(std::move(b.recs));
+        if (spare_runs_.size() < 4)
+            spare_runs_.push_back(std::move(b.runs));
     }
 }
 
 void RecordStage::handle(Batch& b) {
     const std::span<const nvmetrace_rec> recs(b.recs);
     if (opts_.writer)
-        opts_.writer->append(recs);
+        opts_.writer->append(recs, b.runs);
     if (opts_.live && live_ok_.load()) {
         const uint64_t behind = backlog_.load();
         if (behind > opts_.live_backlog) {

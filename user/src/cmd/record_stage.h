@@ -58,8 +58,21 @@ public:
     RecordStage& operator=(const RecordStage&) = delete;
 
     // Drain thread: adds records (released in time order) to the next batch.
+    // Their CPUs are not known.
     void push(std::span<const nvmetrace_rec> recs) {
+        const CpuRun run{kCpuUnknown, static_cast<uint32_t>(recs.size())};
+        push(recs, std::span(&run, 1));
+    }
+    // The same, with the CPUs they were recorded on (runs cover recs, in
+    // order), which reach the writer with them.
+    void push(std::span<const nvmetrace_rec> recs, std::span<const CpuRun> runs) {
         next_.insert(next_.end(), recs.begin(), recs.end());
+        for (const CpuRun& r : runs) {
+            if (!next_runs_.empty() && next_runs_.back().cpu == r.cpu)
+                next_runs_.back().count += r.count;
+            else if (r.count > 0)
+                next_runs_.push_back(r);
+        }
     }
     // Drain thread: hands the batch on, with the drain's clock for the tick.
     // Rethrows what failed on the stage's thread (a write error).
@@ -77,6 +90,7 @@ public:
 private:
     struct Batch {
         std::vector<nvmetrace_rec> recs;
+        std::vector<CpuRun> runs;  // recs' CPUs
         uint64_t now_ns = 0;
     };
     void run();
@@ -84,11 +98,13 @@ private:
 
     Options opts_;
     std::vector<nvmetrace_rec> next_;  // drain thread only
+    std::vector<CpuRun> next_runs_;    // drain thread only: next_'s CPUs
 
     mutable std::mutex mu_;
     std::condition_variable cv_;
     std::deque<Batch> queue_;                        // under mu_
     std::vector<std::vector<nvmetrace_rec>> spare_;  // under mu_: emptied buffers
+    std::vector<std::vector<CpuRun>> spare_runs_;    // under mu_: likewise for runs
     bool done_ = false;                              // under mu_
     std::exception_ptr error_;                       // under mu_
     std::atomic<bool> failed_{false};

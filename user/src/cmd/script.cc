@@ -40,7 +40,47 @@ uint64_t window_ns(const RecordingMeta& meta, double s) {
     return static_cast<uint64_t>(ns);
 }
 
+// perf script's "[003]"; "-" when the recording does not say
+std::string cpu_text(uint32_t cpu) {
+    return cpu == kCpuUnknown ? "-" : fmt::format("[{:03}]", cpu);
+}
+
 }  // namespace
+
+std::vector<uint32_t> parse_cpu_list(const std::string& list) {
+    auto bad = [&] {
+        return Error(fmt::format("--cpu {}: a list of CPUs and ranges, as 0-3,8", list));
+    };
+    auto number = [&](std::string_view t) {
+        uint32_t v = 0;
+        if (t.empty() || t.size() > 6 ||
+            !std::all_of(t.begin(), t.end(), [](char c) { return c >= '0' && c <= '9'; }))
+            throw bad();
+        for (char c : t)
+            v = v * 10 + static_cast<uint32_t>(c - '0');
+        return v;
+    };
+    std::vector<uint32_t> cpus;
+    std::string_view rest = list;
+    while (true) {
+        const size_t comma = rest.find(',');
+        const std::string_view item = rest.substr(0, comma);
+        const size_t dash = item.find('-');
+        const uint32_t lo = number(item.substr(0, dash));
+        const uint32_t hi = dash == std::string_view::npos ? lo : number(item.substr(dash + 1));
+        // a range no machine has CPUs for is a typo, not a filter
+        if (hi < lo || hi - lo >= 65536)
+            throw bad();
+        for (uint32_t c = lo; c <= hi; c++)
+            cpus.push_back(c);
+        if (comma == std::string_view::npos)
+            break;
+        rest.remove_prefix(comma + 1);
+    }
+    std::sort(cpus.begin(), cpus.end());
+    cpus.erase(std::unique(cpus.begin(), cpus.end()), cpus.end());
+    return cpus;
+}
 
 ScriptFormat::ScriptFormat(const RecordingMeta& meta, std::string file)
     : meta_(meta), file_(std::move(file)) {
@@ -78,35 +118,38 @@ std::string ScriptFormat::device(const nvmetrace_rec& r) const {
 }
 
 std::string ScriptFormat::header() {
-    return fmt::format("# {:>15} {:<6} {:<14} {:<10} {:>4} {:>6} {:>5} {:<3} {:>12} {:>8} {}",
-                       "time (s)", "role", "event", "device", "qid", "cid", "tag", "op", "lba",
-                       "len", "aux");
+    return fmt::format("# {:>15} {:>5} {:<6} {:<14} {:<10} {:>4} {:>6} {:>5} {:<3} {:>12} {:>8} {}",
+                       "time (s)", "cpu", "role", "event", "device", "qid", "cid", "tag", "op",
+                       "lba", "len", "aux");
 }
 
-std::string ScriptFormat::line(const nvmetrace_rec& r) const {
+std::string ScriptFormat::line(const nvmetrace_rec& r, uint32_t cpu) const {
     if (r.event == NVMETRACE_EV_GAP) {
         // the ring's own marker: ts and lba are the last and first dropped
         // record's times, aux how many, dev the CPU
         nvmetrace_rec first = r;
         first.ts = r.lba;
-        return fmt::format("{:>17.9f} gap cpu {}: {} records dropped between {:.9f} and {:.9f}",
-                           seconds(r), r.dev, r.aux, seconds(first), seconds(r));
+        return fmt::format(
+            "{:>17.9f} {:>5} gap cpu {}: {} records dropped between {:.9f} and {:.9f}", seconds(r),
+            cpu_text(cpu), r.dev, r.aux, seconds(first), seconds(r));
     }
     const bool blocks = r.flags & NVMETRACE_REC_LEN_BLOCKS;
-    return fmt::format("{:>17.9f} {:<6} {:<14} {:<10} {:>4} {:>6} {:>5} {:<3} {:>12} {:>8} {}",
-                       seconds(r), role(r), event_name(r.event), device(r),
-                       known(r.flags & NVMETRACE_REC_HAS_QID, r.qid),
-                       known(r.flags & NVMETRACE_REC_HAS_CID, r.cid), r.tag, op_text(r),
-                       known(r.lba != NVMETRACE_NO_LBA, r.lba),
-                       fmt::format("{}{}", r.len, blocks ? "b" : ""), r.aux);
+    return fmt::format(
+        "{:>17.9f} {:>5} {:<6} {:<14} {:<10} {:>4} {:>6} {:>5} {:<3} {:>12} {:>8} {}", seconds(r),
+        cpu_text(cpu), role(r), event_name(r.event), device(r),
+        known(r.flags & NVMETRACE_REC_HAS_QID, r.qid),
+        known(r.flags & NVMETRACE_REC_HAS_CID, r.cid), r.tag, op_text(r),
+        known(r.lba != NVMETRACE_NO_LBA, r.lba), fmt::format("{}{}", r.len, blocks ? "b" : ""),
+        r.aux);
 }
 
-nlohmann::json ScriptFormat::json(const nvmetrace_rec& r) const {
+nlohmann::json ScriptFormat::json(const nvmetrace_rec& r, uint32_t cpu) const {
     nlohmann::json j = {
         {"schema", json_schema("script")},
         {"file", file_},
         {"ts", r.ts},
         {"time_s", seconds(r)},
+        {"cpu", cpu == kCpuUnknown ? nlohmann::json() : nlohmann::json(cpu)},
         {"role", role(r)},
         {"event", event_name(r.event)},
         {"event_id", r.event},
@@ -187,8 +230,23 @@ int run_script(const ScriptOptions& opts, FILE* out) {
             fmt::print(out, "{}# {}: {} on {} (kernel {}), 1 of {} commands sampled\n{}\n",
                        i ? "\n" : "", opts.files[i], meta.role, meta.hostname, meta.kernel_release,
                        meta.sample, ScriptFormat::header());
-        reader.for_each([&](std::span<const nvmetrace_rec> recs) {
+        bool cpus_known = false;
+        std::span<const nvmetrace_rec> recs;
+        while (reader.next(recs)) {
+            // the block's CPU runs, walked alongside its records
+            const std::span<const CpuRun> runs = reader.cpu_runs();
+            cpus_known = cpus_known || !runs.empty();
+            size_t run = 0;
+            uint32_t left = runs.empty() ? 0 : runs[0].count;
             for (const auto& r : recs) {
+                while (left == 0 && run + 1 < runs.size())
+                    left = runs[++run].count;
+                const uint32_t cpu = left > 0 ? runs[run].cpu : kCpuUnknown;
+                if (left > 0)
+                    left--;
+                if (!opts.cpus.empty() &&
+                    !std::binary_search(opts.cpus.begin(), opts.cpus.end(), cpu))
+                    continue;
                 if (r.ts < from || r.ts > to)
                     continue;
                 if (!opts.events.empty() && !events.contains(r.event))
@@ -197,11 +255,16 @@ int run_script(const ScriptOptions& opts, FILE* out) {
                                                        fmt_.device(r)) == opts.devices.end())
                     continue;
                 if (opts.json)
-                    fmt::print(out, "{}\n", json_text(fmt_.json(r)));
+                    fmt::print(out, "{}\n", json_text(fmt_.json(r, cpu)));
                 else
-                    fmt::print(out, "{}\n", fmt_.line(r));
+                    fmt::print(out, "{}\n", fmt_.line(r, cpu));
             }
-        });
+        }
+        if (!opts.cpus.empty() && !cpus_known && reader.records_read() > 0)
+            fmt::print(stderr,
+                       "nvmetrace: {}: the recording does not say which CPU its records were "
+                       "recorded on: --cpu left them all out\n",
+                       opts.files[i]);
         for (const auto& n : reader.notes())
             fmt::print(stderr, "nvmetrace: {}: {}\n", opts.files[i], n);
         if (reader.end() != RecordingEnd::clean) {

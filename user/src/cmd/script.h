@@ -1,8 +1,8 @@
 // `nvmetrace script`: every record of a recording, one line each in the
 // order the recorder wrote them (time order), as `perf script` and blkparse
-// print theirs: time, role, event, device, queue, command id, tag, op, LBA,
-// length, aux.  Filters by event, device (records that name one) and time
-// window; --json prints one object a line.  The records as the module wrote
+// print theirs: time, CPU, role, event, device, queue, command id, tag, op,
+// LBA, length, aux.  Filters by event, device (records that name one), CPU
+// and time window; --json prints one object a line.  The records as the module wrote
 // them: nothing assembled.
 #pragma once
 
@@ -26,6 +26,8 @@ struct ScriptOptions {
     std::vector<std::string> devices{};  // device names (nvme0n1, a target namespace); empty: all
     std::optional<double> from_s{};      // seconds since the recording's start
     std::optional<double> to_s{};
+    // CPUs (--cpu 0-3,8); empty: all, records of an unknown CPU included
+    std::vector<uint32_t> cpus{};
     bool json = false;
 };
 
@@ -43,16 +45,20 @@ public:
     // target record other than nvmet_req_init's (they carry none).
     std::string device(const nvmetrace_rec& r) const;
 
-    // One line, no newline: the columns of header().
-    std::string line(const nvmetrace_rec& r) const;
+    // One line, no newline: the columns of header().  cpu: the CPU the
+    // record was recorded on, kCpuUnknown when the file does not say.
+    std::string line(const nvmetrace_rec& r, uint32_t cpu = kCpuUnknown) const;
     static std::string header();
-    nlohmann::json json(const nvmetrace_rec& r) const;
+    nlohmann::json json(const nvmetrace_rec& r, uint32_t cpu = kCpuUnknown) const;
 
 private:
     const RecordingMeta& meta_;
     std::string file_;
     DeviceTable table_;
 };
+
+// "0-3,8" as CPU numbers (--cpu); throws Error on anything else.
+std::vector<uint32_t> parse_cpu_list(const std::string& list);
 
 int run_script(const ScriptOptions& opts, FILE* out = stdout);
 

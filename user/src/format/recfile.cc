@@ -72,6 +72,8 @@ const char* block_type_name(uint16_t type) {
             return "RECORDS";
         case BlockType::trailer:
             return "TRAILER";
+        case BlockType::cpus:
+            return "CPUS";
     }
     return "unknown";
 }

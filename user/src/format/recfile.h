@@ -3,8 +3,9 @@
 // Documentation/recording-format.md; keep the two in step.
 //
 // A file header, then self-contained blocks: one META (JSON), any number of
-// RECORDS (raw struct nvmetrace_rec arrays, zstd-compressed), and a TRAILER
-// (JSON) written only at a clean close.  Each block is written with one
+// RECORDS (raw struct nvmetrace_rec arrays, zstd-compressed), each preceded
+// by a CPUS block when the CPUs its records were recorded on are known, and
+// a TRAILER (JSON) written only at a clean close.  Each block is written with one
 // writev() straight to the fd, so a recorder killed at any moment leaves a
 // file whose complete blocks are all readable; the reader reports where and
 // why it stopped instead of guessing.
@@ -51,6 +52,7 @@ enum class BlockType : uint16_t {
     meta = 1,     // JSON, always the first block
     records = 2,  // struct nvmetrace_rec[count]
     trailer = 3,  // JSON, the last block of a cleanly closed recording
+    cpus = 4,     // CpuRun[count]: the CPUs of the next RECORDS block's records
 };
 
 inline constexpr uint16_t kBlockZstd = 1u << 0;  // payload is one zstd frame
@@ -69,13 +71,33 @@ struct BlockHeader {
     uint16_t flags;       // kBlockZstd
     uint32_t stored_len;  // payload bytes in the file
     uint32_t raw_len;     // payload bytes after decompression (= stored_len if not compressed)
-    uint32_t count;       // RECORDS: number of records (raw_len = count * record_size)
+    uint32_t count;       // RECORDS: number of records (raw_len = count * record_size);
+                          // CPUS: number of runs (raw_len = count * 8)
     uint32_t checksum;    // CRC32C of the stored_len payload bytes
     uint32_t reserved;    // 0
     uint32_t header_crc;  // CRC32C of bytes 0..27 of this header (all fields above)
 };
 static_assert(sizeof(BlockHeader) == 32);
 static_assert(offsetof(BlockHeader, header_crc) == 28);
+
+// A CPUS block's payload is an array of these, covering the records of the
+// RECORDS block that follows it, in order: the first `count` records were
+// recorded on `cpu`, the next run's on its cpu, and so on.  The counts add up
+// to the RECORDS block's count.  Records carry no CPU of their own (struct
+// nvmetrace_rec is the module's ABI); the recorder knows which per-CPU ring
+// it drained each from.  Runs, not one CPU per record: a busy CPU's records
+// come in long stretches even after merging the rings in time order.
+struct CpuRun {
+    uint32_t cpu;    // kCpuUnknown: records of no known CPU
+    uint32_t count;  // records in the run
+
+    bool operator==(const CpuRun&) const = default;
+};
+static_assert(sizeof(CpuRun) == 8);
+
+// The CPU of records whose CPU is not known: RecordingWriter::append()
+// without one, and (in a CPUS block) such records among known ones.
+inline constexpr uint32_t kCpuUnknown = 0xffffffffu;
 
 // CRC32C (Castagnoli, reflected polynomial 0x82f63b78), as in iSCSI, ext4
 // and NVMe/TCP data digests.  Pass the previous result as `crc` to continue.
@@ -192,8 +214,18 @@ public:
     // Writes the file header and the META block (one write).  Once, first.
     void write_meta(const RecordingMeta& meta);
     // Buffers records; writes a block whenever block_records are buffered
-    // (or flush_interval has passed).
-    void append(std::span<const nvmetrace_rec> recs);
+    // (or flush_interval has passed).  Their CPU is not known.
+    void append(std::span<const nvmetrace_rec> recs) { append(kCpuUnknown, recs); }
+    // The same, for records all recorded on `cpu` (kCpuUnknown: not known).
+    void append(uint32_t cpu, std::span<const nvmetrace_rec> recs) {
+        const CpuRun run{cpu, static_cast<uint32_t>(recs.size())};
+        append(recs, recs.empty() ? std::span<const CpuRun>() : std::span(&run, 1));
+    }
+    // The same, with the CPU of each record as runs (CpuRun) in record
+    // order, their counts adding up to recs.size() (std::invalid_argument
+    // if not).  A RECORDS block with any record of a known CPU is preceded
+    // by a CPUS block; one with none known is not.
+    void append(std::span<const nvmetrace_rec> recs, std::span<const CpuRun> runs);
     // Writes the buffered records as one block, if there are any.
     void flush();
     // flush() if flush_interval is set and has passed; returns whether it did.
@@ -215,6 +247,9 @@ private:
     void check_writable(const char* what) const;
     void write_block(BlockType type, std::span<const std::byte> raw, uint32_t count,
                      std::span<const std::byte> prefix = {});
+    // One RECORDS block of recs, after a CPUS block (in the same write) when
+    // some of runs' CPUs are known.
+    void write_records(std::span<const nvmetrace_rec> recs, std::span<const CpuRun> runs);
     void fail(const std::string& what, int err);
 
     std::string path_;
@@ -224,6 +259,9 @@ private:
     bool failed_ = false;
     int64_t start_monotonic_ns_ = 0;
     std::vector<nvmetrace_rec> buf_;
+    std::vector<CpuRun> runs_;        // the CPUs of buf_'s records
+    std::vector<CpuRun> block_runs_;  // scratch: one block's share of the runs
+    std::vector<std::byte> cpus_;     // scratch: a CPUS block, header and payload
     std::vector<std::byte> zbuf_;
     void* cctx_ = nullptr;  // ZSTD_CCtx, reused for every block
     std::chrono::steady_clock::time_point last_flush_;
@@ -265,6 +303,11 @@ public:
     // The records of the next RECORDS block, valid until the next call.
     // Returns false at the end of the recording, whatever the reason.
     bool next(std::span<const nvmetrace_rec>& recs);
+    // The CPUs of the records next() returned last, as runs covering them in
+    // order (counts adding up to their number); empty when not known (a
+    // file from before CPUS blocks, or a CPUS block that did not fit, which
+    // is a note).  Valid until the next call to next().
+    [[nodiscard]] std::span<const CpuRun> cpu_runs() const { return cur_runs_; }
 
     // Calls fn for every remaining block; returns the records passed.
     template <typename Fn>
@@ -287,7 +330,8 @@ public:
     //   <path>: corrupt block K at byte N: <what>; read R records before it
     [[nodiscard]] const std::string& problem() const { return problem_; }
     // Things worth a note that did not stop the reader ("<path>: skipped
-    // block K at byte N: unknown type T ...", trailer/record count mismatch).
+    // block K at byte N: unknown type T ...", trailer/record count mismatch,
+    // a CPUS block that does not fit its RECORDS block).
     [[nodiscard]] const std::vector<std::string>& notes() const { return notes_; }
     // Set once next() has read the TRAILER block.
     [[nodiscard]] const std::optional<RecordingTrailer>& trailer() const { return trailer_; }
@@ -309,6 +353,11 @@ private:
     void stop_cut_off(uint64_t present_end, const std::string& what);
     void stop_corrupt(const std::string& what);
     void read_meta();
+    // A CPUS block read into pending_runs_, or a note why not.
+    void read_cpus(const BlockHeader& hdr);
+    // A note that the pending CPUS block was followed by something other
+    // than RECORDS (why), and forgets it.
+    void drop_pending_cpus(const char* why);
 
     std::string path_;
     int fd_ = -1;
@@ -321,10 +370,14 @@ private:
     uint64_t offset_ = 0;  // file offset of the next block header
     uint64_t block_ = 0;   // index of the next block
     uint64_t records_read_ = 0;
-    std::vector<std::byte> stored_;    // payload as stored
-    std::vector<std::byte> json_;      // decoded META/TRAILER payload
-    std::vector<nvmetrace_rec> recs_;  // decoded RECORDS payload
-    void* dctx_ = nullptr;             // ZSTD_DCtx
+    std::vector<std::byte> stored_;       // payload as stored
+    std::vector<std::byte> json_;         // decoded META/TRAILER payload
+    std::vector<nvmetrace_rec> recs_;     // decoded RECORDS payload
+    std::vector<CpuRun> pending_runs_;    // a CPUS block's, for the next block
+    std::optional<uint64_t> pending_at_;  // where that CPUS block is (a note's offset)
+    uint64_t pending_block_ = 0;          // its index
+    std::vector<CpuRun> cur_runs_;        // recs_' CPUs; empty: not known
+    void* dctx_ = nullptr;                // ZSTD_DCtx
 };
 
 }  // namespace nvmetrace

@@ -100,6 +100,10 @@ RecordingReader::RecordingReader(RecordingReader&& o) noexcept
       stored_(std::move(o.stored_)),
       json_(std::move(o.json_)),
       recs_(std::move(o.recs_)),
+      pending_runs_(std::move(o.pending_runs_)),
+      pending_at_(o.pending_at_),
+      pending_block_(o.pending_block_),
+      cur_runs_(std::move(o.cur_runs_)),
       dctx_(std::exchange(o.dctx_, nullptr)) {}
 
 RecordingReader& RecordingReader::operator=(RecordingReader&& o) noexcept {
@@ -315,10 +319,48 @@ void RecordingReader::read_meta() {
     block_++;
 }
 
+void RecordingReader::read_cpus(const BlockHeader& hdr) {
+    drop_pending_cpus("followed by another CPUS block");
+    // The CPUs are an aid to reading the records, not part of them: a CPUS
+    // block that cannot be used is a note, and its records' CPUs unknown.
+    auto skip = [&](const std::string& why) {
+        notes_.push_back(fmt::format("{}: skipped CPUS block {} at byte {}: {}; CPUs not known",
+                                     path_, block_, offset_, why));
+    };
+    if (hdr.flags & ~kBlockKnownFlags) {
+        skip(fmt::format("unknown flags 0x{:04x} (written by a newer nvmetrace?)", hdr.flags));
+        return;
+    }
+    if (uint64_t{hdr.count} * sizeof(CpuRun) != hdr.raw_len) {
+        skip(fmt::format("{} runs of {} bytes do not make {} bytes", hdr.count, sizeof(CpuRun),
+                         hdr.raw_len));
+        return;
+    }
+    pending_runs_.resize(hdr.count);
+    if (!decode(hdr, std::as_writable_bytes(std::span(pending_runs_))))
+        return;  // a payload that passed its checksum and does not decode: corrupt
+    pending_at_ = offset_;
+    pending_block_ = block_;
+}
+
+void RecordingReader::drop_pending_cpus(const char* why) {
+    if (!pending_at_)
+        return;
+    notes_.push_back(fmt::format(
+        "{}: ignored CPUS block {} at byte {}: not followed by a RECORDS block ({}); CPUs not "
+        "known",
+        path_, pending_block_, *pending_at_, why));
+    pending_at_.reset();
+    pending_runs_.clear();
+}
+
 bool RecordingReader::next(std::span<const nvmetrace_rec>& recs) {
+    cur_runs_.clear();
     while (end_ == RecordingEnd::reading) {
         BlockHeader hdr{};
         if (!read_block(hdr)) {
+            drop_pending_cpus(end_ == RecordingEnd::corrupt ? "but by a corrupt block"
+                                                            : "but by the end of the file");
             return false;
         }
         switch (static_cast<BlockType>(hdr.type)) {
@@ -332,16 +374,40 @@ bool RecordingReader::next(std::span<const nvmetrace_rec>& recs) {
                 if (!decode(hdr, std::as_writable_bytes(std::span(recs_)))) {
                     return false;
                 }
+                if (pending_at_) {
+                    uint64_t covered = 0;
+                    for (const CpuRun& r : pending_runs_)
+                        covered += r.count;
+                    if (covered == hdr.count) {
+                        cur_runs_.swap(pending_runs_);
+                    } else {
+                        notes_.push_back(fmt::format(
+                            "{}: ignored CPUS block {} at byte {}: its runs cover {} records, "
+                            "the RECORDS block after it holds {}; CPUs not known",
+                            path_, pending_block_, *pending_at_, covered, hdr.count));
+                    }
+                    pending_at_.reset();
+                    pending_runs_.clear();
+                }
                 offset_ += sizeof(hdr) + hdr.stored_len;
                 block_++;
                 records_read_ += hdr.count;
                 if (hdr.count == 0) {
+                    cur_runs_.clear();
                     continue;
                 }
                 recs = recs_;
                 return true;
             }
+            case BlockType::cpus:
+                read_cpus(hdr);
+                if (end_ != RecordingEnd::reading)
+                    return false;
+                offset_ += sizeof(hdr) + hdr.stored_len;
+                block_++;
+                break;
             case BlockType::trailer: {
+                drop_pending_cpus("but by the TRAILER");
                 json_.resize(hdr.raw_len);
                 if (!decode(hdr, json_)) {
                     return false;
@@ -373,6 +439,7 @@ bool RecordingReader::next(std::span<const nvmetrace_rec>& recs) {
             }
             case BlockType::meta:
             default:
+                drop_pending_cpus("but by a block of another type");
                 notes_.push_back(
                     fmt::format("{}: skipped block {} at byte {}: {}", path_, block_, offset_,
                                 hdr.type == static_cast<uint16_t>(BlockType::meta)

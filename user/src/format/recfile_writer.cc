@@ -66,6 +66,9 @@ RecordingWriter::RecordingWriter(RecordingWriter&& o) noexcept
       failed_(o.failed_),
       start_monotonic_ns_(o.start_monotonic_ns_),
       buf_(std::move(o.buf_)),
+      runs_(std::move(o.runs_)),
+      block_runs_(std::move(o.block_runs_)),
+      cpus_(std::move(o.cpus_)),
       zbuf_(std::move(o.zbuf_)),
       cctx_(std::exchange(o.cctx_, nullptr)),
       last_flush_(o.last_flush_),
@@ -205,8 +208,94 @@ void RecordingWriter::write_meta(const RecordingMeta& meta) {
     last_flush_ = std::chrono::steady_clock::now();
 }
 
-void RecordingWriter::append(std::span<const nvmetrace_rec> recs) {
+namespace {
+
+// Hands out the runs of the next n records, one CpuRun piece at a time.
+class RunCursor {
+public:
+    explicit RunCursor(std::span<const CpuRun> runs) : runs_(runs) {}
+    template <class Fn>
+    void take(size_t n, Fn&& fn) {
+        while (n > 0) {
+            const CpuRun& r = runs_[i_];
+            const uint32_t k = static_cast<uint32_t>(std::min<size_t>(n, r.count - used_));
+            if (k > 0)
+                fn(CpuRun{r.cpu, k});
+            used_ += k;
+            n -= k;
+            if (used_ == r.count) {
+                i_++;
+                used_ = 0;
+            }
+        }
+    }
+
+private:
+    std::span<const CpuRun> runs_;
+    size_t i_ = 0;
+    uint32_t used_ = 0;
+};
+
+void add_run(std::vector<CpuRun>& runs, CpuRun r) {
+    if (!runs.empty() && runs.back().cpu == r.cpu)
+        runs.back().count += r.count;
+    else
+        runs.push_back(r);
+}
+
+}  // namespace
+
+void RecordingWriter::write_records(std::span<const nvmetrace_rec> recs,
+                                    std::span<const CpuRun> runs) {
+    const bool known =
+        std::any_of(runs.begin(), runs.end(), [](const CpuRun& r) { return r.cpu != kCpuUnknown; });
+    if (!known) {
+        write_block(BlockType::records, std::as_bytes(recs), static_cast<uint32_t>(recs.size()));
+        return;
+    }
+    // The CPUS block goes in the same writev() as its RECORDS block: a
+    // recorder killed between the two cannot leave one without the other.
+    const std::span<const std::byte> raw = std::as_bytes(runs);
+    BlockHeader hdr{};
+    hdr.magic = kBlockMagic;
+    hdr.type = static_cast<uint16_t>(BlockType::cpus);
+    hdr.raw_len = static_cast<uint32_t>(raw.size());
+    hdr.count = static_cast<uint32_t>(runs.size());
+    // A few runs (one busy CPU) are not worth a zstd frame; many short ones
+    // (CPUs taking turns) shrink as the records do.
+    constexpr size_t kCpusZstdMin = 256;
+    const size_t room = cctx_ && raw.size() >= kCpusZstdMin ? ZSTD_compressBound(raw.size()) : 0;
+    cpus_.resize(sizeof(hdr) + std::max(raw.size(), room));
+    std::byte* payload = cpus_.data() + sizeof(hdr);
+    size_t stored = raw.size();
+    if (room > 0) {
+        size_t z =
+            ZSTD_compress2(static_cast<ZSTD_CCtx*>(cctx_), payload, room, raw.data(), raw.size());
+        if (!ZSTD_isError(z) && z < raw.size()) {
+            stored = z;
+            hdr.flags |= kBlockZstd;
+        }
+    }
+    if (!(hdr.flags & kBlockZstd))
+        memcpy(payload, raw.data(), raw.size());
+    hdr.stored_len = static_cast<uint32_t>(stored);
+    hdr.checksum = crc32c(std::span<const std::byte>(payload, stored));
+    hdr.header_crc = header_crc(hdr);
+    memcpy(cpus_.data(), &hdr, sizeof(hdr));
+    cpus_.resize(sizeof(hdr) + stored);
+    write_block(BlockType::records, std::as_bytes(recs), static_cast<uint32_t>(recs.size()), cpus_);
+    blocks_written_++;  // the CPUS block
+}
+
+void RecordingWriter::append(std::span<const nvmetrace_rec> recs, std::span<const CpuRun> runs) {
     check_writable("append");
+    uint64_t covered = 0;
+    for (const CpuRun& r : runs)
+        covered += r.count;
+    if (covered != recs.size())
+        throw std::invalid_argument(fmt::format(
+            "RecordingWriter::append: CPU runs cover {} records, not {}", covered, recs.size()));
+    RunCursor cursor(runs);
     const size_t block = opts_.block_records;
     if (opts_.direct_records && recs.size() >= opts_.direct_records) {
         // what is buffered goes first, then recs in blocks of their own,
@@ -214,7 +303,9 @@ void RecordingWriter::append(std::span<const nvmetrace_rec> recs) {
         flush();
         while (!recs.empty()) {
             const size_t n = std::min(block, recs.size());
-            write_block(BlockType::records, std::as_bytes(recs.first(n)), static_cast<uint32_t>(n));
+            block_runs_.clear();
+            cursor.take(n, [this](CpuRun r) { add_run(block_runs_, r); });
+            write_records(recs.first(n), block_runs_);
             records_written_ += n;
             recs = recs.subspan(n);
         }
@@ -223,8 +314,9 @@ void RecordingWriter::append(std::span<const nvmetrace_rec> recs) {
     }
     // Whole blocks straight from the caller's memory, without a copy.
     while (buf_.empty() && recs.size() >= block) {
-        write_block(BlockType::records, std::as_bytes(recs.first(block)),
-                    static_cast<uint32_t>(block));
+        block_runs_.clear();
+        cursor.take(block, [this](CpuRun r) { add_run(block_runs_, r); });
+        write_records(recs.first(block), block_runs_);
         records_written_ += block;
         last_flush_ = std::chrono::steady_clock::now();
         recs = recs.subspan(block);
@@ -232,6 +324,7 @@ void RecordingWriter::append(std::span<const nvmetrace_rec> recs) {
     while (!recs.empty()) {
         size_t n = std::min(block - buf_.size(), recs.size());
         buf_.insert(buf_.end(), recs.begin(), recs.begin() + static_cast<ptrdiff_t>(n));
+        cursor.take(n, [this](CpuRun r) { add_run(runs_, r); });
         recs = recs.subspan(n);
         if (buf_.size() == block) {
             flush();
@@ -245,10 +338,10 @@ void RecordingWriter::flush() {
     if (buf_.empty()) {
         return;
     }
-    write_block(BlockType::records, std::as_bytes(std::span(buf_)),
-                static_cast<uint32_t>(buf_.size()));
+    write_records(buf_, runs_);
     records_written_ += buf_.size();
     buf_.clear();
+    runs_.clear();
     last_flush_ = std::chrono::steady_clock::now();
 }
 

@@ -79,6 +79,46 @@ TEST(RecordStage, EveryRecordReachesTheFileAndTheLiveAnalysisInOrder) {
     EXPECT_EQ(ticks.back(), ts + 1);
 }
 
+// The CPUs pushed with the records reach the file with them, across
+// batches and the writer's blocks; records pushed without are of unknown CPU.
+TEST(RecordStage, TheRecordsCpusReachTheFile) {
+    test::TempDir dir;
+    RecordingWriter w = open_writer(dir / "c.ntr", 0);
+    std::vector<uint32_t> want;
+    uint64_t ts = 0;
+    {
+        RecordStage stage({.writer = &w, .live = {}, .tick = {}});
+        for (int drain = 0; drain < 30; drain++) {
+            std::vector<nvmetrace_rec> recs;
+            for (int i = 0; i < 17; i++)
+                recs.push_back(rec_at(++ts));
+            // as a merge hands them on: CPUs taking turns, a run each
+            const auto cpu = static_cast<uint32_t>(drain % 3);
+            const std::vector<CpuRun> runs = {{cpu, 5}, {cpu + 1, 7}, {cpu, 5}};
+            for (const CpuRun& r : runs)
+                want.insert(want.end(), r.count, r.cpu);
+            stage.push(recs, runs);
+            if (drain % 10 == 9) {
+                stage.push(std::span(recs).first(3));
+                want.insert(want.end(), 3, kCpuUnknown);
+            }
+            stage.submit(ts);
+        }
+        stage.finish();
+    }
+    w.close();
+    RecordingReader r = RecordingReader::open(dir / "c.ntr");
+    std::vector<uint32_t> got;
+    std::span<const nvmetrace_rec> recs;
+    while (r.next(recs)) {
+        ASSERT_FALSE(r.cpu_runs().empty());
+        for (const CpuRun& run : r.cpu_runs())
+            got.insert(got.end(), run.count, run.cpu);
+    }
+    EXPECT_TRUE(r.notes().empty());
+    EXPECT_EQ(got, want);
+}
+
 // The live analysis is held up while the drain thread hands on more than
 // live_backlog records: it gives up, the file still gets every record.
 TEST(RecordStage, TheLiveAnalysisGivesUpWhenFarBehindAndTheFileDoesNot) {

@@ -126,6 +126,82 @@ TEST(Reorderer, OneRingIsReleasedInPlaceAcrossTheWrap) {
         ASSERT_EQ(out[i], 3 * (i + 1));
 }
 
+// Released with runs, every record comes with the ring (CPU) it was added
+// from, whether the rings are merged or one is released in place.
+TEST(Reorderer, RunsSayWhichRingEachRecordCameFrom) {
+    Reorderer ro(100);
+    std::vector<std::pair<uint64_t, uint32_t>> out;  // ts, CPU
+    auto take = [&](std::span<const nvmetrace_rec> recs, std::span<const CpuRun> runs) {
+        size_t i = 0;
+        for (const CpuRun& r : runs) {
+            EXPECT_GT(r.count, 0u);
+            for (uint32_t k = 0; k < r.count; k++, i++) {
+                ASSERT_LT(i, recs.size());
+                EXPECT_EQ(recs[i].aux, r.cpu) << "record " << recs[i].ts;
+                out.emplace_back(recs[i].ts, r.cpu);
+            }
+        }
+        EXPECT_EQ(i, recs.size());
+    };
+    auto on = [](uint64_t ts, uint32_t cpu) {
+        nvmetrace_rec r = rec_at(ts, 0);
+        r.aux = cpu;  // where the test put it
+        return r;
+    };
+    // CPUs 0, 2 and 5 taking turns: merged
+    for (uint32_t cpu : {0u, 2u, 5u}) {
+        std::vector<nvmetrace_rec> recs;
+        for (uint64_t ts = 10 + cpu; ts < 400; ts += 15)
+            recs.push_back(on(ts, cpu));
+        recs.push_back(on(cpu == 5 ? 1005 : 3000 + cpu, cpu));
+        ro.add(cpu, recs);
+    }
+    ro.release(800, false, take);
+    // then only CPU 5 has anything older than the window: released in place
+    ro.release(1106, false, take);
+    ro.release(0, true, take);
+    ASSERT_EQ(out.size(), 3u * 26u + 3u);
+    for (size_t i = 1; i < out.size(); i++)
+        EXPECT_LE(out[i - 1].first, out[i].first);
+    EXPECT_EQ(out[out.size() - 3], (std::pair<uint64_t, uint32_t>{1005, 5}));
+    EXPECT_EQ(out[out.size() - 2], (std::pair<uint64_t, uint32_t>{3000, 0}));
+    EXPECT_EQ(out.back(), (std::pair<uint64_t, uint32_t>{3002, 2}));
+}
+
+// What the rings held reaches the file with each record's CPU.
+TEST(RecordLoop, WritesEachRecordsCpu) {
+    test::TempDir dir;
+    const std::string path = dir / "loop.ntr";
+    MemfdRings dev(3, 64);
+    for (uint32_t i = 0; i < 30; i++) {
+        const uint32_t cpu = i % 3 == 2 ? 2 : i % 2;  // CPUs 0, 1 and 2, unevenly
+        nvmetrace_rec x = rec_at(1000 + i, 0);
+        x.aux = cpu;
+        ASSERT_TRUE(dev.produce(cpu, x));
+    }
+    RingReader rings(dev.fd(), dev.geo());
+    RecordingWriter w = RecordingWriter::open(path, {});
+    w.write_meta(make_recording_meta());
+    RecordLoop loop(rings, &w, nullptr);
+    EXPECT_EQ(loop.drain(), 30u);
+    loop.release(UINT64_MAX, true);
+    w.close();
+    RecordingReader r = RecordingReader::open(path);
+    std::span<const nvmetrace_rec> recs;
+    size_t n = 0;
+    while (r.next(recs)) {
+        const std::span<const CpuRun> runs = r.cpu_runs();
+        ASSERT_FALSE(runs.empty());
+        size_t i = 0;
+        for (const CpuRun& run : runs)
+            for (uint32_t k = 0; k < run.count; k++, i++)
+                EXPECT_EQ(recs[i].aux, run.cpu) << recs[i].ts;
+        n += recs.size();
+    }
+    EXPECT_EQ(n, 30u);
+    EXPECT_TRUE(r.notes().empty());
+}
+
 // Every command sampled: records stored raw, a drain's release written
 // straight; fewer: zstd level 1; --zstd wins either way, and a level zstd
 // does not have is refused before anything is attached.

@@ -95,11 +95,12 @@ TEST_F(ScriptTest, OneLinePerRecordInOrder) {
     EXPECT_THAT(lines[0], HasSubstr("1 of 16 commands sampled"));
     EXPECT_THAT(lines[1], StartsWith("#"));
     EXPECT_THAT(lines[1], HasSubstr("event"));
+    EXPECT_THAT(lines[1], HasSubstr("time (s)   cpu role"));
     // time since the start, role, META's event name, the device's name
-    EXPECT_THAT(lines[2], StartsWith("      0.000100000 host   bio_queue"));
+    EXPECT_THAT(lines[2], StartsWith("      0.000100000     - host   bio_queue"));
     EXPECT_THAT(lines[2], HasSubstr("nvme0n1"));
-    EXPECT_THAT(lines[3], StartsWith("      0.000200000 host   nvme_setup"));
-    EXPECT_THAT(lines[4], StartsWith("      1.500000000 host   nvme_complete"));
+    EXPECT_THAT(lines[3], StartsWith("      0.000200000     - host   nvme_setup"));
+    EXPECT_THAT(lines[4], StartsWith("      1.500000000     - host   nvme_complete"));
 }
 
 TEST_F(ScriptTest, UnknownFieldsAreDashes) {
@@ -157,10 +158,10 @@ TEST_F(ScriptTest, TargetRecordsNameTheirNamespace) {
     w.close({});
     auto lines = run({.files = {path}});
     ASSERT_EQ(lines.size(), 4u);
-    EXPECT_THAT(lines[2], StartsWith("      0.000000500 target nvmet_init"));
+    EXPECT_THAT(lines[2], StartsWith("      0.000000500     - target nvmet_init"));
     EXPECT_THAT(lines[2], HasSubstr("nullb0"));
     // the other target records name no device
-    EXPECT_THAT(lines[3], StartsWith("      0.000001500 target nvmet_complete -"));
+    EXPECT_THAT(lines[3], StartsWith("      0.000001500     - target nvmet_complete -"));
     lines = run({.files = {path}, .devices = {"nullb0"}});
     ASSERT_EQ(lines.size(), 3u);
     EXPECT_THAT(lines[2], HasSubstr("nvmet_init"));
@@ -200,6 +201,61 @@ TEST_F(ScriptTest, JsonLines) {
     EXPECT_TRUE(c.at("lba").is_null());
     EXPECT_EQ(c.at("aux"), 6u);
     EXPECT_EQ(c.at("file"), host_);
+    // a recording that does not say which CPU
+    EXPECT_TRUE(a.at("cpu").is_null());
+}
+
+// Records written with the CPU the recorder drained them from: the column
+// after the time, "cpu" in JSON, and --cpu.
+TEST_F(ScriptTest, CpuColumnFromTheRecording) {
+    const std::string path = dir_.path("cpus.ntr");
+    RecordingWriter w = RecordingWriter::open(path, {});
+    w.write_meta(meta("host"));
+    const std::span<const nvmetrace_rec> all(recs_);
+    w.append(3, all.first(2));
+    w.append(12, all.subspan(2));
+    nvmetrace_rec g{};  // a gap marker, from the ring of CPU 3
+    g.event = NVMETRACE_EV_GAP;
+    g.ts = 2'600'000'000;
+    g.lba = 2'550'000'000;
+    g.aux = 9;
+    g.dev = 3;
+    w.append(3, std::span(&g, 1));
+    w.append(all.first(1));  // one whose CPU is not known
+    w.close({});
+
+    auto lines = run({.files = {path}});
+    ASSERT_EQ(lines.size(), 7u);
+    EXPECT_THAT(lines[2], StartsWith("      0.000100000 [003] host   bio_queue"));
+    EXPECT_THAT(lines[3], StartsWith("      0.000200000 [003] host   nvme_setup"));
+    EXPECT_THAT(lines[4], StartsWith("      1.500000000 [012] host   nvme_complete"));
+    EXPECT_EQ(lines[5],
+              "      1.600000000 [003] gap cpu 3: 9 records dropped between 1.550000000 and "
+              "1.600000000");
+    EXPECT_THAT(lines[6], StartsWith("      0.000100000     - host   bio_queue"));
+
+    lines = run({.files = {path}, .json = true});
+    ASSERT_EQ(lines.size(), 5u);
+    const std::vector<nlohmann::json> want = {3, 3, 12, 3, nullptr};
+    for (size_t i = 0; i < lines.size(); i++)
+        EXPECT_EQ(nlohmann::json::parse(lines[i]).at("cpu"), want[i]) << i;
+
+    lines = run({.files = {path}, .cpus = {12}});
+    ASSERT_EQ(lines.size(), 3u);
+    EXPECT_THAT(lines[2], HasSubstr("[012] host   nvme_complete"));
+    lines = run({.files = {path}, .cpus = {3, 7}, .json = true});
+    ASSERT_EQ(lines.size(), 3u);
+    for (const auto& l : lines)
+        EXPECT_EQ(nlohmann::json::parse(l).at("cpu"), 3);
+    // records of no known CPU match no --cpu
+    EXPECT_EQ(run({.files = {host_}, .cpus = {0}}).size(), 2u);
+}
+
+TEST(ScriptCpuList, ParsesListsAndRanges) {
+    EXPECT_EQ(parse_cpu_list("3"), (std::vector<uint32_t>{3}));
+    EXPECT_EQ(parse_cpu_list("8,0-3,2"), (std::vector<uint32_t>{0, 1, 2, 3, 8}));
+    for (const char* bad : {"", "a", "1,", "-1", "3-1", "1-2-3", "0-99999999", " 1", "1.5"})
+        EXPECT_THROW(parse_cpu_list(bad), Error) << bad;
 }
 
 // The ring's GAP marker is said in words, in text and in JSON.
@@ -220,7 +276,7 @@ TEST_F(ScriptTest, GapMarkerSaysWhereRecordsWereDropped) {
     auto lines = run({.files = {path}});
     ASSERT_EQ(lines.size(), 5u);
     EXPECT_EQ(lines[3],
-              "      0.400000000 gap cpu 3: 127 records dropped between 0.200000000 and "
+              "      0.400000000     - gap cpu 3: 127 records dropped between 0.200000000 and "
               "0.400000000");
     EXPECT_THAT(lines[4], HasSubstr("nvme_complete"));
     // the filter knows the event by its META name

@@ -154,6 +154,43 @@ inline ReadResult read_recording(const std::string& path) {
     return res;
 }
 
+// One CPU per record from the runs of a block (kCpuUnknown for every record
+// when there are none), to compare with what was written.
+inline std::vector<uint32_t> cpus_of(std::span<const CpuRun> runs, size_t records) {
+    std::vector<uint32_t> cpus;
+    for (const CpuRun& r : runs)
+        cpus.insert(cpus.end(), r.count, r.cpu);
+    if (runs.empty())
+        cpus.assign(records, kCpuUnknown);
+    return cpus;
+}
+
+// Every record's CPU as the reader gives them, block after block.
+struct CpuReadResult {
+    std::vector<uint32_t> cpus;
+    std::vector<size_t> blocks;  // records per RECORDS block
+    std::vector<size_t> runs;    // runs per RECORDS block (0: CPUs not known)
+    std::vector<std::string> notes;
+    RecordingEnd end = RecordingEnd::reading;
+};
+
+inline CpuReadResult read_cpus(const std::string& path) {
+    RecordingReader r = RecordingReader::open(path);
+    CpuReadResult res;
+    std::span<const nvmetrace_rec> recs;
+    while (r.next(recs)) {
+        const std::vector<uint32_t> c = cpus_of(r.cpu_runs(), recs.size());
+        EXPECT_EQ(c.size(), recs.size()) << "runs of block " << res.blocks.size();
+        res.cpus.insert(res.cpus.end(), c.begin(), c.end());
+        res.blocks.push_back(recs.size());
+        res.runs.push_back(r.cpu_runs().size());
+    }
+    EXPECT_TRUE(r.cpu_runs().empty()) << "runs left after the end";
+    res.notes = r.notes();
+    res.end = r.end();
+    return res;
+}
+
 inline bool same_records(std::span<const nvmetrace_rec> a, std::span<const nvmetrace_rec> b) {
     return a.size() == b.size() && (a.empty() || memcmp(a.data(), b.data(), a.size_bytes()) == 0);
 }

@@ -229,6 +229,208 @@ TEST(RecFile, UnknownBlockTypeIsSkippedWithANote) {
                           path, at));
 }
 
+// ------------------------------------------------------------------ CPUs
+
+// A file of 150 records in blocks of 50, each with a CPUS block of two runs
+// (CPU 1 then CPU 2, 25 each): blocks META, then CPUS + RECORDS three times
+// (1..6), TRAILER (7).
+std::vector<nvmetrace_rec> write_with_cpus(const std::string& path) {
+    const std::vector<nvmetrace_rec> recs = make_records(150);
+    RecordingWriterOptions o;
+    o.block_records = 50;
+    RecordingWriter w = RecordingWriter::open(path, o);
+    w.write_meta(test_meta());
+    for (size_t i = 0; i < recs.size(); i += 25)
+        w.append(static_cast<uint32_t>(1 + (i / 25) % 2), std::span(recs).subspan(i, 25));
+    w.close({});
+    return recs;
+}
+
+std::string cpus_payload(const std::vector<CpuRun>& runs) {
+    return {reinterpret_cast<const char*>(runs.data()), runs.size() * sizeof(CpuRun)};
+}
+
+std::string cpus_block(const std::vector<CpuRun>& runs) {
+    const std::string p = cpus_payload(runs);
+    return make_block(static_cast<uint16_t>(BlockType::cpus), 0, p, static_cast<uint32_t>(p.size()),
+                      static_cast<uint32_t>(runs.size()));
+}
+
+std::vector<uint32_t> cpus_1_2(size_t blocks) {
+    std::vector<uint32_t> c;
+    for (size_t b = 0; b < blocks; b++) {
+        c.insert(c.end(), 25, 1);
+        c.insert(c.end(), 25, 2);
+    }
+    return c;
+}
+
+TEST(RecFileCpus, FileWithoutCpusBlocksReadsAsUnknown) {
+    TempDir tmp;
+    const std::string path = tmp.path("old.ntr");
+    WriteSpec spec;
+    spec.records = 300;
+    spec.opts.block_records = 100;
+    write_recording(path, spec);  // append() without CPUs, as before CPUS blocks
+    for (const BlockInfo& b : walk_blocks(slurp(path)))
+        EXPECT_NE(b.type, static_cast<uint16_t>(BlockType::cpus));
+    const CpuReadResult res = read_cpus(path);
+    EXPECT_EQ(res.end, RecordingEnd::clean);
+    EXPECT_TRUE(res.notes.empty());
+    EXPECT_EQ(res.runs, (std::vector<size_t>{0, 0, 0}));
+    EXPECT_EQ(res.cpus, std::vector<uint32_t>(300, kCpuUnknown));
+}
+
+TEST(RecFileCpus, CpusBlocksAreReadWithTheirRecords) {
+    TempDir tmp;
+    const std::string path = tmp.path("cpus.ntr");
+    const std::vector<nvmetrace_rec> recs = write_with_cpus(path);
+    const std::vector<BlockInfo> blocks = walk_blocks(slurp(path));
+    ASSERT_EQ(blocks.size(), 8u);
+    for (size_t k : {1, 3, 5}) {
+        EXPECT_EQ(blocks[k].type, static_cast<uint16_t>(BlockType::cpus));
+        EXPECT_EQ(blocks[k].count, 2u);
+        EXPECT_EQ(blocks[k].flags, 0) << "two runs are stored raw";
+    }
+    const CpuReadResult res = read_cpus(path);
+    EXPECT_EQ(res.end, RecordingEnd::clean);
+    EXPECT_TRUE(res.notes.empty());
+    EXPECT_EQ(res.cpus, cpus_1_2(3));
+    const ReadResult all = read_recording(path);
+    EXPECT_TRUE(same_records(all.records, recs));
+}
+
+// What a reader that does not know type 4 (every nvmetrace before CPUS
+// blocks) does with the file: the CPUS blocks retyped to a type this reader
+// does not know either are skipped, each with a note, and every record is read.
+TEST(RecFileCpus, ReaderNotKnowingCpusBlocksReadsEveryRecord) {
+    TempDir tmp;
+    const std::string path = tmp.path("cpus.ntr");
+    const std::vector<nvmetrace_rec> recs = write_with_cpus(path);
+    std::string data = slurp(path);
+    std::vector<uint64_t> at;
+    for (const BlockInfo& b : walk_blocks(data)) {
+        if (b.type != static_cast<uint16_t>(BlockType::cpus))
+            continue;
+        BlockHeader h;
+        memcpy(&h, data.data() + b.offset, sizeof(h));
+        h.type = 99;
+        h.header_crc = crc32c(std::as_bytes(std::span(&h, 1)).first(28));
+        memcpy(data.data() + b.offset, &h, sizeof(h));
+        at.push_back(b.offset);
+    }
+    ASSERT_EQ(at.size(), 3u);
+    spit(path, data);
+    const ReadResult res = read_recording(path);
+    EXPECT_EQ(res.end, RecordingEnd::clean);
+    EXPECT_TRUE(same_records(res.records, recs));
+    ASSERT_EQ(res.notes.size(), 3u);
+    EXPECT_EQ(res.notes[1],
+              fmt::format("{}: skipped block 3 at byte {}: unknown type 99 (written by a newer "
+                          "nvmetrace?)",
+                          path, at[1]));
+    EXPECT_EQ(read_cpus(path).cpus, std::vector<uint32_t>(150, kCpuUnknown));
+}
+
+TEST(RecFileCpus, RunsNotCoveringTheBlockAreANote) {
+    TempDir tmp;
+    const std::string path = tmp.path("cpus.ntr");
+    const std::vector<nvmetrace_rec> recs = write_with_cpus(path);
+    const std::string data = slurp(path);
+    const std::vector<BlockInfo> blocks = walk_blocks(data);
+    // block 3 (the second CPUS block): 49 records where the block holds 50;
+    // then one whose counts wrap around to 50 in 32 bits (summed as 64)
+    for (const std::vector<CpuRun>& runs :
+         {std::vector<CpuRun>{{1, 25}, {2, 24}}, std::vector<CpuRun>{{1, 0xffffffffu}, {2, 51}}}) {
+        spit(path,
+             data.substr(0, blocks[3].offset) + cpus_block(runs) + data.substr(blocks[3].end));
+        const CpuReadResult res = read_cpus(path);
+        EXPECT_EQ(res.end, RecordingEnd::clean);
+        ASSERT_EQ(res.notes.size(), 1u);
+        const uint64_t covered = uint64_t{runs[0].count} + runs[1].count;
+        EXPECT_EQ(res.notes[0],
+                  fmt::format("{}: ignored CPUS block 3 at byte {}: its runs cover {} records, "
+                              "the RECORDS block after it holds 50; CPUs not known",
+                              path, blocks[3].offset, covered));
+        std::vector<uint32_t> want = cpus_1_2(1);
+        want.insert(want.end(), 50, kCpuUnknown);
+        const std::vector<uint32_t> last = cpus_1_2(1);
+        want.insert(want.end(), last.begin(), last.end());
+        EXPECT_EQ(res.cpus, want);
+        EXPECT_EQ(res.runs, (std::vector<size_t>{2, 0, 2}));
+        EXPECT_TRUE(same_records(read_recording(path).records, recs));
+    }
+}
+
+TEST(RecFileCpus, CpusBlockNotBeforeRecordsIsANote) {
+    TempDir tmp;
+    const std::string path = tmp.path("cpus.ntr");
+    const std::vector<nvmetrace_rec> recs = write_with_cpus(path);
+    const std::string data = slurp(path);
+    const std::vector<BlockInfo> blocks = walk_blocks(data);
+    const std::string extra = cpus_block({{9, 50}});
+    struct Case {
+        std::string file;
+        std::string note;
+        RecordingEnd end;
+        std::vector<uint32_t> cpus;
+    };
+    const std::vector<Case> cases = {
+        // before the trailer
+        {data.substr(0, blocks[7].offset) + extra + data.substr(blocks[7].offset),
+         fmt::format("{}: ignored CPUS block 7 at byte {}: not followed by a RECORDS block (but "
+                     "by the TRAILER); CPUs not known",
+                     path, blocks[7].offset),
+         RecordingEnd::clean, cpus_1_2(3)},
+        // at the end of a file without a trailer
+        {data.substr(0, blocks[7].offset) + extra,
+         fmt::format("{}: ignored CPUS block 7 at byte {}: not followed by a RECORDS block (but "
+                     "by the end of the file); CPUs not known",
+                     path, blocks[7].offset),
+         RecordingEnd::cut_off, cpus_1_2(3)},
+        // two in a row: the first is the one noted, the second is used
+        {data.substr(0, blocks[5].offset) + extra + data.substr(blocks[5].offset),
+         fmt::format("{}: ignored CPUS block 5 at byte {}: not followed by a RECORDS block "
+                     "(followed by another CPUS block); CPUs not known",
+                     path, blocks[5].offset),
+         RecordingEnd::clean, cpus_1_2(3)},
+        // a payload of the wrong size: skipped, the block after it unknown
+        {data.substr(0, blocks[5].offset) +
+             make_block(static_cast<uint16_t>(BlockType::cpus), 0, cpus_payload({{1, 50}}), 8, 2) +
+             data.substr(blocks[5].end),
+         fmt::format("{}: skipped CPUS block 5 at byte {}: 2 runs of 8 bytes do not make 8 "
+                     "bytes; CPUs not known",
+                     path, blocks[5].offset),
+         RecordingEnd::clean,
+         {}},
+        // a flag this reader does not know
+        {data.substr(0, blocks[5].offset) +
+             make_block(static_cast<uint16_t>(BlockType::cpus), 0x8000, cpus_payload({{1, 50}}), 8,
+                        1) +
+             data.substr(blocks[5].end),
+         fmt::format("{}: skipped CPUS block 5 at byte {}: unknown flags 0x8000 (written by a "
+                     "newer nvmetrace?); CPUs not known",
+                     path, blocks[5].offset),
+         RecordingEnd::clean,
+         {}},
+    };
+    for (size_t i = 0; i < cases.size(); i++) {
+        SCOPED_TRACE(i);
+        spit(path, cases[i].file);
+        const CpuReadResult res = read_cpus(path);
+        EXPECT_EQ(res.end, cases[i].end);
+        ASSERT_EQ(res.notes.size(), 1u);
+        EXPECT_EQ(res.notes[0], cases[i].note);
+        std::vector<uint32_t> want = cases[i].cpus;
+        if (want.empty()) {  // the third RECORDS block's CPUs unknown
+            want = cpus_1_2(2);
+            want.insert(want.end(), 50, kCpuUnknown);
+        }
+        EXPECT_EQ(res.cpus, want);
+        EXPECT_TRUE(same_records(read_recording(path).records, recs));
+    }
+}
+
 TEST(RecFile, TrailerDisagreeingWithRecordsAndDataAfterTrailerAreNoted) {
     TempDir tmp;
     std::string path = tmp.path("full.ntr");

@@ -192,5 +192,168 @@ TEST(RecFile, Throughput) {
     RecordProperty("reader_records_per_s", static_cast<int>(n / rsec));
 }
 
+// ------------------------------------------------------------------ CPUs
+
+// The CPUS block before every RECORDS block of a file: (runs of each, in
+// file order), checking that each is right before a RECORDS block.
+std::vector<uint32_t> cpus_block_runs(const std::string& path) {
+    const std::string data = slurp(path);
+    const std::vector<BlockInfo> blocks = walk_blocks(data);
+    std::vector<uint32_t> runs;
+    for (size_t k = 0; k < blocks.size(); k++) {
+        if (blocks[k].type != static_cast<uint16_t>(BlockType::cpus))
+            continue;
+        if (k + 1 < blocks.size()) {
+            EXPECT_EQ(blocks[k + 1].type, static_cast<uint16_t>(BlockType::records));
+        } else {
+            ADD_FAILURE() << "a CPUS block at the end";
+        }
+        runs.push_back(blocks[k].count);
+    }
+    return runs;
+}
+
+TEST(RecFileCpus, RunsRoundTripThroughTheBuffer) {
+    TempDir tmp;
+    const std::string path = tmp.path("cpus.ntr");
+    RecordingWriterOptions o;
+    o.block_records = 100;
+    const std::vector<nvmetrace_rec> recs = make_records(430);
+    std::vector<uint32_t> want;
+    RecordingWriter w = RecordingWriter::open(path, o);
+    w.write_meta(test_meta());
+    std::span<const nvmetrace_rec> left(recs);
+    auto put = [&](uint32_t cpu, size_t n) {
+        w.append(cpu, left.first(n));
+        want.insert(want.end(), n, cpu);
+        left = left.subspan(n);
+    };
+    put(3, 30);
+    put(3, 20);   // the same CPU again: the same run
+    put(0, 70);   // fills the first block (100) and starts the second
+    w.flush();    // a block of 20
+    put(7, 250);  // two whole blocks straight from recs, then 50 buffered
+    // several CPUs in one call, as the recorder's merge hands them on
+    const std::vector<CpuRun> runs = {{1, 10}, {2, 5}, {1, 15}, {kCpuUnknown, 10}, {2, 20}};
+    for (const CpuRun& r : runs)
+        want.insert(want.end(), r.count, r.cpu);
+    w.append(left.first(60), runs);
+    left = left.subspan(60);
+    ASSERT_TRUE(left.empty());
+    w.close({});
+
+    const CpuReadResult res = read_cpus(path);
+    EXPECT_EQ(res.end, RecordingEnd::clean);
+    EXPECT_TRUE(res.notes.empty()) << res.notes.front();
+    EXPECT_EQ(res.cpus, want);
+    EXPECT_EQ(res.blocks, (std::vector<size_t>{100, 20, 100, 100, 100, 10}));
+    // block 1: 3 x50 then 0 x50; block 2: 0 x20; blocks 3, 4: 7 only; block 5:
+    // 7 x50, then 1 x10, 2 x5, 1 x15, unknown x10, 2 x10; block 6: 2 x10
+    EXPECT_EQ(res.runs, (std::vector<size_t>{2, 1, 1, 1, 6, 1}));
+    EXPECT_EQ(cpus_block_runs(path), (std::vector<uint32_t>{2, 1, 1, 1, 6, 1}));
+    const ReadResult all = read_recording(path);
+    EXPECT_TRUE(same_records(all.records, recs));
+    EXPECT_EQ(all.trailer->records, recs.size());
+}
+
+TEST(RecFileCpus, DirectRecordsSplitTheirRunsAcrossBlocks) {
+    TempDir tmp;
+    const std::string path = tmp.path("direct.ntr");
+    RecordingWriterOptions o;
+    o.block_records = 100;
+    o.direct_records = 64;
+    o.zstd_level = 0;  // as record -s 1
+    const std::vector<nvmetrace_rec> recs = make_records(280);
+    RecordingWriter w = RecordingWriter::open(path, o);
+    w.write_meta(test_meta());
+    std::span<const nvmetrace_rec> all(recs);
+    w.append(5, all.first(30));  // buffered: written first by the direct append
+    const std::vector<CpuRun> runs = {{1, 10}, {2, 200}, {1, 40}};
+    w.append(all.subspan(30), runs);
+    w.close({});
+
+    RecordingReader r = RecordingReader::open(path);
+    std::vector<std::vector<CpuRun>> got;
+    std::span<const nvmetrace_rec> block;
+    size_t n = 0;
+    while (r.next(block)) {
+        EXPECT_TRUE(same_records(block, all.subspan(n, block.size())));
+        n += block.size();
+        got.emplace_back(r.cpu_runs().begin(), r.cpu_runs().end());
+    }
+    EXPECT_EQ(n, recs.size());
+    EXPECT_TRUE(r.notes().empty());
+    EXPECT_EQ(got, (std::vector<std::vector<CpuRun>>{
+                       {{5, 30}},
+                       {{1, 10}, {2, 90}},
+                       {{2, 100}},
+                       {{2, 10}, {1, 40}},
+                   }));
+}
+
+TEST(RecFileCpus, UnknownCpusWriteNoCpusBlock) {
+    TempDir tmp;
+    const std::string path = tmp.path("unknown.ntr");
+    RecordingWriterOptions o;
+    o.block_records = 100;
+    const std::vector<nvmetrace_rec> recs = make_records(250);
+    RecordingWriter w = RecordingWriter::open(path, o);
+    w.write_meta(test_meta());
+    std::span<const nvmetrace_rec> all(recs);
+    w.append(all.first(100));                      // no CPU said
+    w.append(kCpuUnknown, all.subspan(100, 100));  // the same, said so
+    w.append(all.subspan(200, 20));                // unknown, then
+    w.append(4, all.subspan(220, 30));             // known in the same block
+    w.close({});
+    EXPECT_EQ(w.blocks_written(), 6u);  // META, 2 RECORDS, CPUS + RECORDS, TRAILER
+
+    EXPECT_EQ(cpus_block_runs(path), (std::vector<uint32_t>{2}));
+    const CpuReadResult res = read_cpus(path);
+    EXPECT_TRUE(res.notes.empty());
+    EXPECT_EQ(res.runs, (std::vector<size_t>{0, 0, 2}));
+    std::vector<uint32_t> want(220, kCpuUnknown);
+    want.insert(want.end(), 30, 4);
+    EXPECT_EQ(res.cpus, want);
+}
+
+TEST(RecFileCpus, ManyShortRunsAreCompressedWithTheRecords) {
+    TempDir tmp;
+    const std::string path = tmp.path("turns.ntr");
+    RecordingWriterOptions o;
+    o.block_records = 1000;
+    o.zstd_level = 1;
+    const std::vector<nvmetrace_rec> recs = make_records(1000);
+    // two CPUs taking turns record by record: a run a record
+    std::vector<CpuRun> runs;
+    for (uint32_t i = 0; i < 1000; i++)
+        runs.push_back({i % 2, 1});
+    RecordingWriter w = RecordingWriter::open(path, o);
+    w.write_meta(test_meta());
+    w.append(recs, runs);
+    w.close({});
+
+    const std::vector<BlockInfo> blocks = walk_blocks(slurp(path));
+    ASSERT_EQ(blocks.size(), 4u);
+    EXPECT_EQ(blocks[1].type, static_cast<uint16_t>(BlockType::cpus));
+    EXPECT_EQ(blocks[1].count, 1000u);
+    EXPECT_TRUE(blocks[1].flags & kBlockZstd);
+    EXPECT_LT(blocks[1].end - blocks[1].offset, 32u + 1000u * 8 / 4);
+    const CpuReadResult res = read_cpus(path);
+    EXPECT_TRUE(res.notes.empty());
+    ASSERT_EQ(res.cpus.size(), 1000u);
+    for (uint32_t i = 0; i < 1000; i++)
+        ASSERT_EQ(res.cpus[i], i % 2) << i;
+}
+
+TEST(RecFileCpus, RunsThatDoNotCoverTheRecordsAreRefused) {
+    TempDir tmp;
+    RecordingWriter w = RecordingWriter::open(tmp.path("bad.ntr"), {});
+    w.write_meta(test_meta());
+    const std::vector<nvmetrace_rec> recs = make_records(10);
+    const std::vector<CpuRun> runs = {{0, 4}, {1, 5}};
+    EXPECT_THROW(w.append(recs, runs), std::invalid_argument);
+    EXPECT_EQ(w.buffered(), 0u);
+}
+
 }  // namespace
 }  // namespace nvmetrace
