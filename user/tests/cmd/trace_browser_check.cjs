@@ -91,14 +91,22 @@ async function main() {
       if (m.type() === 'error' || m.type() === 'warning') fail(`console ${m.type()}: ${m.text()}`);
     });
     page.on('pageerror', (e) => fail(`page error: ${e.message}`));
+    // speedscope says an import failed with alert()
+    page.on('dialog', async (d) => { fail(`dialog: ${d.message()}`); await d.dismiss(); });
     page.on('request', (r) => {
       if (!/^(file|data|blob):/.test(r.url())) fail(`request outside the files: ${r.url()}`);
     });
     await page.goto('file://' + viewer);
     await page.setInputFiles('#file', tracePath);
     // the title names the file once the import is done
-    await page.waitForFunction((f) => document.title === `${f} - speedscope`,
-                               path.basename(tracePath), {timeout: 60000});
+    try {
+      await page.waitForFunction((f) => document.title === `${f} - speedscope`,
+                                 path.basename(tracePath), {timeout: 30000});
+    } catch (e) {
+      const text = (await page.textContent('body')).replace(/\s+/g, ' ').slice(0, 300);
+      fail(`the viewer did not import the file in 30 s; it shows: ${text}`);
+      return;
+    }
 
     // one profile per track, with the total of its outermost slices
     const profiles = await page.$$eval('tr[title]', (trs) => trs.map((tr) =>
