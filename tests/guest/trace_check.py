@@ -105,8 +105,10 @@ def check(trace):
         if not is_num(e.get("dur")) or e["dur"] < 0:
             raise Violation("%s (%s): dur %r is not a number >= 0"
                             % (where, e["name"], e.get("dur")))
-        start = ns(e["ts"])
-        tracks.setdefault((e["pid"], e["tid"]), []).append((start, start + ns(e["dur"]), i))
+        # the end as ts + dur, then rounded: export writes multiples of 1/1024 us,
+        # whose sum is exact where ts and dur rounded to ns apart may be 1 ns off
+        tracks.setdefault((e["pid"], e["tid"]), []).append(
+            (ns(e["ts"]), ns(e["ts"] + e["dur"]), i))
         cats[e.get("cat", "")] = cats.get(e.get("cat", ""), 0) + 1
 
     depth = 0

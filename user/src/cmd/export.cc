@@ -94,9 +94,14 @@ private:
     uint64_t events_ = 0;
 };
 
-// ns past a recording's start as the format's microseconds (ns precision).
+// ns past a recording's start as the format's microseconds, rounded to a
+// multiple of 1/1024 us: within half a ns, so ns precision stays (a reader
+// rounding to ns gets NS back), and exact in binary, so that a viewer which
+// adds ts and dur or subtracts one ts from another (speedscope does) gets
+// exactly the ts of the next stage, where ns / 1000.0 is off by an ulp and
+// makes touching stages overlap.
 double us(uint64_t ns) {
-    return static_cast<double>(ns) / 1000.0;
+    return static_cast<double>((ns * 128 + 62) / 125) / 1024.0;
 }
 
 // A machine's side in the trace: one process.
@@ -352,7 +357,7 @@ private:
                         {"pid", pid},
                         {"tid", tid},
                         {"ts", us(a - origin)},
-                        {"dur", us(b - a)},
+                        {"dur", us(b - origin) - us(a - origin)},  // exact: ts + dur is the end's
                         {"args", std::move(xargs)}});
         };
         x(name, cat, start, end, args);

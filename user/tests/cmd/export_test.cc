@@ -63,6 +63,12 @@ int64_t ns(const nlohmann::json& v) {
     return std::llround(v.get<double>() * 1000);
 }
 
+// Where slice E ends, in ns: ts + dur is exact in the file (multiples of
+// 1/1024 us), each of them rounded to ns apart is not.
+int64_t end_ns(const nlohmann::json& e) {
+    return std::llround((e["ts"].get<double>() + e["dur"].get<double>()) * 1000);
+}
+
 std::pair<int, int> track(const nlohmann::json& e) {
     return {e["pid"].get<int>(), e["tid"].get<int>()};
 }
@@ -87,7 +93,7 @@ std::vector<Slice> nest(const nlohmann::json& events) {
         if (e["ph"] != "X")
             continue;
         const int64_t ts = ns(e["ts"]);
-        tracks[track(e)].push_back({i, ts, ts + ns(e["dur"]), level(e["cat"].get<std::string>())});
+        tracks[track(e)].push_back({i, ts, end_ns(e), level(e["cat"].get<std::string>())});
     }
     std::vector<Slice> all;
     for (auto& [key, slices] : tracks) {
@@ -227,7 +233,7 @@ TEST_F(ExportTest, JoinedPairIsAValidNestedTrace) {
         EXPECT_THAT(process[e["pid"].get<int>()], HasSubstr("target"));
         EXPECT_THAT(thread[track(e)], ::testing::StartsWith(fmt::format(
                                           "target q{} ", he["args"]["qid"].get<int>())));
-        const int64_t hts = ns(he["ts"]), hend = hts + ns(he["dur"]);
+        const int64_t hts = ns(he["ts"]), hend = end_ns(he);
         EXPECT_GE(s.ts, hts);
         EXPECT_LE(s.end, hend);
         EXPECT_LT(s.ts, s.end);

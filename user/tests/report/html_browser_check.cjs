@@ -2,13 +2,15 @@
 // checks it: no console error or page error, no request for anything but the
 // page itself, every plot rendered and not blank, the embedded JSON equal to
 // `report --json`'s, and the figures shown equal to the JSON's.
-//   node html_browser_check.cjs NODE_MODULES CHROMIUM PAGE.html REPORT.json SHOT.png PROFILE_DIR
+//   node html_browser_check.cjs NODE_MODULES CHROMIUM PAGE.html REPORT.json SHOT.png PROFILE_DIR [WxH]
+// WxH: a screenshot of the page's top at that size (tools/screenshots) rather
+// than of the whole page.
 'use strict';
 const path = require('path');
 const fs = require('fs');
 const util = require('util');
 
-const [modules, chromium, pagePath, jsonPath, shot, profile] = process.argv.slice(2);
+const [modules, chromium, pagePath, jsonPath, shot, profile, size] = process.argv.slice(2);
 const {chromium: launcher} = require(path.join(modules, 'playwright-core'));
 
 const failures = [];
@@ -117,7 +119,13 @@ async function main() {
     const matched = counts.find((c) => c[0] === 'join' && c[1] === 'matched');
     if (!matched || matched[2] !== String(r.join.matched))
       fail(`join matched: page ${matched && matched[2]}, JSON ${r.join.matched}`);
-    await page.screenshot({path: shot, fullPage: true});
+    if (size) {
+      const [width, height] = size.split('x').map(Number);
+      await page.setViewportSize({width, height});
+      await page.screenshot({path: shot});
+    } else {
+      await page.screenshot({path: shot, fullPage: true});
+    }
   } finally {
     await context.close();
   }
