@@ -332,8 +332,8 @@ int run_record(const RecordOptions& opts) {
     uint32_t role = 0;
     if (opts.roles.empty()) {
         std::string said;
-        role = role_from_machine(find_host_namespaces(opts.transport).size(),
-                                 !opts.devices.empty(), find_nvmet_subsystems().size(), said);
+        role = role_from_machine(find_host_namespaces(opts.transport).size(), !opts.devices.empty(),
+                                 find_nvmet_subsystems().size(), said);
         fmt::print(stderr, "nvmetrace: {}\n", said);
     } else {
         role = roles_mask(opts.roles);

@@ -377,7 +377,16 @@ private:
     std::optional<uint64_t> pending_at_;  // where that CPUS block is (a note's offset)
     uint64_t pending_block_ = 0;          // its index
     std::vector<CpuRun> cur_runs_;        // recs_' CPUs; empty: not known
-    void* dctx_ = nullptr;                // ZSTD_DCtx
+    // Blocks of a type this build does not know, per type: one note each
+    // (its index in notes_), however many there are.
+    struct Skipped {
+        size_t note = 0;
+        uint64_t blocks = 0;
+        uint64_t first_block = 0;
+        uint64_t first_offset = 0;
+    };
+    std::map<uint16_t, Skipped> skipped_;
+    void* dctx_ = nullptr;  // ZSTD_DCtx
 };
 
 }  // namespace nvmetrace

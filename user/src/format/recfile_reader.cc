@@ -440,12 +440,31 @@ bool RecordingReader::next(std::span<const nvmetrace_rec>& recs) {
             case BlockType::meta:
             default:
                 drop_pending_cpus("but by a block of another type");
-                notes_.push_back(
-                    fmt::format("{}: skipped block {} at byte {}: {}", path_, block_, offset_,
-                                hdr.type == static_cast<uint16_t>(BlockType::meta)
-                                    ? std::string("a second META block")
-                                    : fmt::format("unknown type {} (written by a newer nvmetrace?)",
-                                                  hdr.type)));
+                if (hdr.type == static_cast<uint16_t>(BlockType::meta)) {
+                    notes_.push_back(
+                        fmt::format("{}: skipped block {} at byte {}: a second META "
+                                    "block",
+                                    path_, block_, offset_));
+                } else {
+                    // A newer writer may add a block of a new type to every
+                    // RECORDS block: one note per type, not one per block.
+                    auto [it, first] =
+                        skipped_.try_emplace(hdr.type, Skipped{notes_.size(), 0, block_, offset_});
+                    Skipped& sk = it->second;
+                    sk.blocks++;
+                    if (first)
+                        notes_.emplace_back();
+                    notes_[sk.note] =
+                        sk.blocks == 1
+                            ? fmt::format(
+                                  "{}: skipped block {} at byte {}: unknown type {} "
+                                  "(written by a newer nvmetrace?)",
+                                  path_, block_, offset_, hdr.type)
+                            : fmt::format(
+                                  "{}: skipped {} blocks of unknown type {} (written by "
+                                  "a newer nvmetrace?), the first block {} at byte {}",
+                                  path_, sk.blocks, hdr.type, sk.first_block, sk.first_offset);
+                }
                 offset_ += sizeof(hdr) + hdr.stored_len;
                 block_++;
                 break;

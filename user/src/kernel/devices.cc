@@ -172,8 +172,7 @@ std::vector<TargetNamespace> find_target_namespaces(const std::string& configfs_
 std::vector<std::string> find_nvmet_subsystems(const std::string& configfs_root) {
     std::vector<std::string> out;
     std::error_code ec;
-    for (const auto& s :
-         fs::directory_iterator(fs::path(configfs_root) / "nvmet/subsystems", ec))
+    for (const auto& s : fs::directory_iterator(fs::path(configfs_root) / "nvmet/subsystems", ec))
         out.push_back(s.path().filename());
     std::sort(out.begin(), out.end());
     return out;

@@ -239,7 +239,8 @@ TEST(RoleFromMachine, HostTargetBothOrAnErrorThatSaysWhatToDo) {
               "recording as host: this machine has 2 NVMe-oF namespaces (-r host or -r target "
               "to choose)");
     EXPECT_EQ(role_from_machine(0, false, 1, said), uint32_t{NVMETRACE_ROLE_TARGET});
-    EXPECT_NE(said.find("recording as target: this machine has 1 nvmet subsystem "), std::string::npos)
+    EXPECT_NE(said.find("recording as target: this machine has 1 nvmet subsystem "),
+              std::string::npos)
         << said;
     EXPECT_EQ(role_from_machine(1, false, 3, said),
               uint32_t{NVMETRACE_ROLE_HOST | NVMETRACE_ROLE_TARGET});
