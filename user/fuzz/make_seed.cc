@@ -1,8 +1,9 @@
 // make_seed IN.ntr OUT.ntr RECORDS BLOCK_RECORDS [ZSTD_LEVEL]: a seed for the
 // fuzz corpus from a real recording: its META as it is, its first RECORDS
 // records in blocks of BLOCK_RECORDS (zstd at ZSTD_LEVEL, 0: stored), and a
-// TRAILER with the original's lost count. Seeds stay small so the fuzzer runs
-// fast, and real so it starts from what the module writes.
+// TRAILER with the original's lost count, ending at the last record kept.
+// Seeds stay small so the fuzzer runs fast, and real so it starts from what
+// the module writes.
 #include "format/recfile.h"
 #include "util/error.h"
 
@@ -46,9 +47,19 @@ int main(int argc, char** argv) {
             }
         }
         out.append(recs, runs);
+        // The end is the last record kept, on the recording's own clocks:
+        // close() would take this machine's clock now, against a META
+        // start from the machine that recorded (a duration of hours).
         nvmetrace::RecordingTrailer t;
         if (in.trailer())
             t.lost = in.trailer()->lost;
+        const nvmetrace::RecordingMeta& m = in.meta();
+        int64_t last = m.start_monotonic_ns;
+        for (const auto& r : recs)
+            last = std::max(last, static_cast<int64_t>(r.ts));
+        t.end_monotonic_ns = last + 1;
+        t.end_realtime_ns = m.start_realtime_ns + (t.end_monotonic_ns - m.start_monotonic_ns);
+        t.duration_ns = static_cast<uint64_t>(t.end_monotonic_ns - m.start_monotonic_ns);
         out.close(t);
         printf("%s: %zu records\n", argv[2], recs.size());
     } catch (const std::exception& e) {

@@ -266,9 +266,14 @@
     s.append(el('p', {class: 'meta'}, `${files} (${r.role}), recorded on ${r.recorded_on}; ` +
                  `${Number(r.duration_s).toFixed(1)} s, ` +
                  (r.sample_n > 1 ? `1 of ${r.sample_n} commands sampled` : 'every command')));
-    for (const t of r.throughput)
-      s.append(el('p', {class: 'meta'}, `${t.op}: ${(t.iops / 1e3).toFixed(1)} kIOPS, ` +
-                   `${(t.bytes_per_s / 1e6).toFixed(1)} MB/s (estimated)`));
+    // as the text report: kIOPS and MB/s, or IOPS and kB/s where those would read 0.0
+    for (const t of r.throughput) {
+      const iops = t.iops >= 999.95 ? `${(t.iops / 1e3).toFixed(1)} kIOPS`
+                                    : `${t.iops.toFixed(1)} IOPS`;
+      const bw = t.bytes_per_s >= 999.95e3 ? `${(t.bytes_per_s / 1e6).toFixed(1)} MB/s`
+                                           : `${(t.bytes_per_s / 1e3).toFixed(1)} kB/s`;
+      s.append(el('p', {class: 'meta'}, `${t.op}: ${iops}, ${bw} (estimated)`));
+    }
     if (!r.groups.length)
       s.append(el('p', {class: 'note warn'}, 'no command completed'));
     r.groups.forEach((g, i) => group(s, g, p.groups[i], p.interval_s));

@@ -51,6 +51,17 @@ std::string sampling_phrase(uint32_t n) {
                   : fmt::format("one command in {} sampled", n);
 }
 
+// kIOPS and MB/s as fio prints them, down to where they would read 0.0: a
+// slow or short run is said in IOPS and kB/s.
+std::string throughput_words(const OpThroughput& t) {
+    const std::string iops = t.iops >= 999.95 ? fmt::format("{:.1f} kIOPS", t.iops / 1e3)
+                                              : fmt::format("{:.1f} IOPS", t.iops);
+    const std::string bw = t.bytes_per_s >= 999.95e3
+                               ? fmt::format("{:.1f} MB/s", t.bytes_per_s / 1e6)
+                               : fmt::format("{:.1f} kB/s", t.bytes_per_s / 1e3);
+    return iops + ", " + bw;
+}
+
 }  // namespace
 
 std::string compact_rate(double r) {
@@ -206,8 +217,7 @@ std::string summary_text(const Summary& s, const AssemblyCounts& counts,
         } else {
             std::vector<std::string> parts;
             for (const auto& t : s.throughput)
-                parts.push_back(fmt::format("{} {:.1f} kIOPS, {:.1f} MB/s", op_name(t.op),
-                                            t.iops / 1e3, t.bytes_per_s / 1e6));
+                parts.push_back(fmt::format("{} {}", op_name(t.op), throughput_words(t)));
             out += fmt::format("throughput (estimated from the sampled commands): {}\n\n",
                                fmt::join(parts, "; "));
         }

@@ -84,6 +84,16 @@ GroupSummary seed_group() {
     return g;
 }
 
+// A slow or short run reads in IOPS and kB/s, not "0.0 kIOPS, 0.0 MB/s".
+TEST(Report, SlowThroughputIsNotPrintedAsZero) {
+    Summary s;
+    s.duration_s = 6.2;
+    s.throughput = {{Op::read, 1.6, 6.6e3}, {Op::write, 999.96, 999.96e3}};
+    const std::string text = summary_text(s, AssemblyCounts{}, {});
+    EXPECT_NE(text.find("read 1.6 IOPS, 6.6 kB/s; write 1.0 kIOPS, 1.0 MB/s"), std::string::npos)
+        << text;
+}
+
 TEST(Report, SummaryMatchesTheSeed) {
     Summary s;
     s.duration_s = 20.0;
