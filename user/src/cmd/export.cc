@@ -101,7 +101,9 @@ private:
 // exactly the ts of the next stage, where ns / 1000.0 is off by an ulp and
 // makes touching stages overlap.
 double us(uint64_t ns) {
-    return static_cast<double>((ns * 128 + 62) / 125) / 1024.0;
+    // 128-bit: ns * 128 does not wrap for any 64-bit ns
+    __extension__ typedef unsigned __int128 Wide;
+    return static_cast<double>((static_cast<Wide>(ns) * 128 + 62) / 125) / 1024.0;
 }
 
 // A machine's side in the trace: one process.

@@ -188,11 +188,7 @@ public:
             best->pop_front(1);
             if constexpr (with_cpus) {
                 // one compare a record; a new run only where the CPU changes
-                const auto cpu = static_cast<uint32_t>(best - streams_.data());
-                if (!runs_.empty() && runs_.back().cpu == cpu)
-                    runs_.back().count++;
-                else
-                    runs_.push_back({cpu, 1});
+                add_cpu_run(runs_, {static_cast<uint32_t>(best - streams_.data()), 1});
             }
         }
         if (out_.empty())

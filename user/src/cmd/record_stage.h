@@ -67,12 +67,8 @@ public:
     // order), which reach the writer with them.
     void push(std::span<const nvmetrace_rec> recs, std::span<const CpuRun> runs) {
         next_.insert(next_.end(), recs.begin(), recs.end());
-        for (const CpuRun& r : runs) {
-            if (!next_runs_.empty() && next_runs_.back().cpu == r.cpu)
-                next_runs_.back().count += r.count;
-            else if (r.count > 0)
-                next_runs_.push_back(r);
-        }
+        for (const CpuRun& r : runs)
+            add_cpu_run(next_runs_, r);
     }
     // Drain thread: hands the batch on, with the drain's clock for the tick.
     // Rethrows what failed on the stage's thread (a write error).

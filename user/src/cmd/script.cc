@@ -6,6 +6,7 @@
 #include "util/json_num.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <limits>
 #include <set>
@@ -53,11 +54,9 @@ std::vector<uint32_t> parse_cpu_list(const std::string& list) {
     };
     auto number = [&](std::string_view t) {
         uint32_t v = 0;
-        if (t.empty() || t.size() > 6 ||
-            !std::all_of(t.begin(), t.end(), [](char c) { return c >= '0' && c <= '9'; }))
+        const auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
+        if (t.empty() || ec != std::errc() || end != t.data() + t.size())
             throw bad();
-        for (char c : t)
-            v = v * 10 + static_cast<uint32_t>(c - '0');
         return v;
     };
     std::vector<uint32_t> cpus;
@@ -234,16 +233,10 @@ int run_script(const ScriptOptions& opts, FILE* out) {
         std::span<const nvmetrace_rec> recs;
         while (reader.next(recs)) {
             // the block's CPU runs, walked alongside its records
-            const std::span<const CpuRun> runs = reader.cpu_runs();
-            cpus_known = cpus_known || !runs.empty();
-            size_t run = 0;
-            uint32_t left = runs.empty() ? 0 : runs[0].count;
+            cpus_known = cpus_known || !reader.cpu_runs().empty();
+            CpuRunCursor cpus(reader.cpu_runs());
             for (const auto& r : recs) {
-                while (left == 0 && run + 1 < runs.size())
-                    left = runs[++run].count;
-                const uint32_t cpu = left > 0 ? runs[run].cpu : kCpuUnknown;
-                if (left > 0)
-                    left--;
+                const uint32_t cpu = cpus.next();
                 if (!opts.cpus.empty() &&
                     !std::binary_search(opts.cpus.begin(), opts.cpus.end(), cpu))
                     continue;

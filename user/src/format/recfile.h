@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <algorithm>
 #include <bit>
 #include <chrono>
 #include <map>
@@ -98,6 +99,57 @@ static_assert(sizeof(CpuRun) == 8);
 // The CPU of records whose CPU is not known: RecordingWriter::append()
 // without one, and (in a CPUS block) such records among known ones.
 inline constexpr uint32_t kCpuUnknown = 0xffffffffu;
+
+// Adds r to runs, merged into the last run when it is of the same CPU; a run
+// of no records adds nothing.
+inline void add_cpu_run(std::vector<CpuRun>& runs, CpuRun r) {
+    if (r.count == 0)
+        return;
+    if (!runs.empty() && runs.back().cpu == r.cpu)
+        runs.back().count += r.count;
+    else
+        runs.push_back(r);
+}
+
+// Walks runs alongside the records they cover: next() is the CPU of the
+// next record (kCpuUnknown past the runs' end, or with no runs), take(n, fn)
+// hands fn the next n records' runs, split where n ends.
+class CpuRunCursor {
+public:
+    explicit CpuRunCursor(std::span<const CpuRun> runs) : runs_(runs) {}
+    uint32_t next() {
+        skip_spent();
+        if (i_ == runs_.size())
+            return kCpuUnknown;
+        used_++;
+        return runs_[i_].cpu;
+    }
+    template <class Fn>
+    void take(size_t n, Fn&& fn) {
+        while (n > 0) {
+            skip_spent();
+            if (i_ == runs_.size()) {
+                fn(CpuRun{kCpuUnknown, static_cast<uint32_t>(n)});
+                return;
+            }
+            const auto k = static_cast<uint32_t>(std::min<size_t>(n, runs_[i_].count - used_));
+            fn(CpuRun{runs_[i_].cpu, k});
+            used_ += k;
+            n -= k;
+        }
+    }
+
+private:
+    void skip_spent() {
+        while (i_ < runs_.size() && used_ == runs_[i_].count) {
+            i_++;
+            used_ = 0;
+        }
+    }
+    std::span<const CpuRun> runs_;
+    size_t i_ = 0;
+    uint32_t used_ = 0;
+};
 
 // CRC32C (Castagnoli, reflected polynomial 0x82f63b78), as in iSCSI, ext4
 // and NVMe/TCP data digests.  Pass the previous result as `crc` to continue.
@@ -245,6 +297,11 @@ public:
 private:
     RecordingWriter(std::string path, int fd, const RecordingWriterOptions& opts);
     void check_writable(const char* what) const;
+    // The header of a block of raw, and in stored the bytes to write: raw
+    // itself, or its zstd frame in zbuf_ when compress is asked, the writer
+    // compresses, and the frame is smaller.
+    BlockHeader seal(BlockType type, std::span<const std::byte> raw, uint32_t count, bool compress,
+                     std::span<const std::byte>& stored);
     void write_block(BlockType type, std::span<const std::byte> raw, uint32_t count,
                      std::span<const std::byte> prefix = {});
     // One RECORDS block of recs, after a CPUS block (in the same write) when

@@ -104,6 +104,7 @@ RecordingReader::RecordingReader(RecordingReader&& o) noexcept
       pending_at_(o.pending_at_),
       pending_block_(o.pending_block_),
       cur_runs_(std::move(o.cur_runs_)),
+      skipped_(std::move(o.skipped_)),
       dctx_(std::exchange(o.dctx_, nullptr)) {}
 
 RecordingReader& RecordingReader::operator=(RecordingReader&& o) noexcept {

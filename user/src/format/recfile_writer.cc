@@ -120,6 +120,28 @@ void RecordingWriter::fail(const std::string& what, int err) {
     throw errno_error(fmt::format("{}: {}", path_, what), err);
 }
 
+BlockHeader RecordingWriter::seal(BlockType type, std::span<const std::byte> raw, uint32_t count,
+                                  bool compress, std::span<const std::byte>& stored) {
+    BlockHeader hdr{};
+    hdr.magic = kBlockMagic;
+    hdr.type = static_cast<uint16_t>(type);
+    hdr.raw_len = static_cast<uint32_t>(raw.size());
+    hdr.count = count;
+    stored = raw;
+    if (compress && cctx_) {
+        size_t z = ZSTD_compress2(static_cast<ZSTD_CCtx*>(cctx_), zbuf_.data(), zbuf_.size(),
+                                  raw.data(), raw.size());
+        if (!ZSTD_isError(z) && z < raw.size()) {
+            stored = std::span<const std::byte>(zbuf_.data(), z);
+            hdr.flags |= kBlockZstd;
+        }
+    }
+    hdr.stored_len = static_cast<uint32_t>(stored.size());
+    hdr.checksum = crc32c(stored);
+    hdr.header_crc = header_crc(hdr);
+    return hdr;
+}
+
 void RecordingWriter::write_block(BlockType type, std::span<const std::byte> raw, uint32_t count,
                                   std::span<const std::byte> prefix) {
     if (raw.size() > kMaxBlockBytes) {
@@ -127,25 +149,10 @@ void RecordingWriter::write_block(BlockType type, std::span<const std::byte> raw
                                 block_type_name(static_cast<uint16_t>(type)), raw.size(),
                                 kMaxBlockBytes));
     }
-    BlockHeader hdr{};
-    hdr.magic = kBlockMagic;
-    hdr.type = static_cast<uint16_t>(type);
-    hdr.raw_len = static_cast<uint32_t>(raw.size());
-    hdr.count = count;
-    std::span<const std::byte> payload = raw;
     // Only records are worth compressing; JSON blocks stay readable with
     // `strings` and are small.
-    if (type == BlockType::records && cctx_ && !raw.empty()) {
-        size_t z = ZSTD_compress2(static_cast<ZSTD_CCtx*>(cctx_), zbuf_.data(), zbuf_.size(),
-                                  raw.data(), raw.size());
-        if (!ZSTD_isError(z) && z < raw.size()) {
-            payload = std::span<const std::byte>(zbuf_.data(), z);
-            hdr.flags |= kBlockZstd;
-        }
-    }
-    hdr.stored_len = static_cast<uint32_t>(payload.size());
-    hdr.checksum = crc32c(payload);
-    hdr.header_crc = header_crc(hdr);
+    std::span<const std::byte> payload;
+    BlockHeader hdr = seal(type, raw, count, type == BlockType::records && !raw.empty(), payload);
 
     // One writev(): a SIGKILL lands before or after it (or, rarely, leaves
     // one partial block at the end, which the reader reports as cut off).
@@ -208,43 +215,6 @@ void RecordingWriter::write_meta(const RecordingMeta& meta) {
     last_flush_ = std::chrono::steady_clock::now();
 }
 
-namespace {
-
-// Hands out the runs of the next n records, one CpuRun piece at a time.
-class RunCursor {
-public:
-    explicit RunCursor(std::span<const CpuRun> runs) : runs_(runs) {}
-    template <class Fn>
-    void take(size_t n, Fn&& fn) {
-        while (n > 0) {
-            const CpuRun& r = runs_[i_];
-            const uint32_t k = static_cast<uint32_t>(std::min<size_t>(n, r.count - used_));
-            if (k > 0)
-                fn(CpuRun{r.cpu, k});
-            used_ += k;
-            n -= k;
-            if (used_ == r.count) {
-                i_++;
-                used_ = 0;
-            }
-        }
-    }
-
-private:
-    std::span<const CpuRun> runs_;
-    size_t i_ = 0;
-    uint32_t used_ = 0;
-};
-
-void add_run(std::vector<CpuRun>& runs, CpuRun r) {
-    if (!runs.empty() && runs.back().cpu == r.cpu)
-        runs.back().count += r.count;
-    else
-        runs.push_back(r);
-}
-
-}  // namespace
-
 void RecordingWriter::write_records(std::span<const nvmetrace_rec> recs,
                                     std::span<const CpuRun> runs) {
     const bool known =
@@ -255,34 +225,18 @@ void RecordingWriter::write_records(std::span<const nvmetrace_rec> recs,
     }
     // The CPUS block goes in the same writev() as its RECORDS block: a
     // recorder killed between the two cannot leave one without the other.
-    const std::span<const std::byte> raw = std::as_bytes(runs);
-    BlockHeader hdr{};
-    hdr.magic = kBlockMagic;
-    hdr.type = static_cast<uint16_t>(BlockType::cpus);
-    hdr.raw_len = static_cast<uint32_t>(raw.size());
-    hdr.count = static_cast<uint32_t>(runs.size());
     // A few runs (one busy CPU) are not worth a zstd frame; many short ones
-    // (CPUs taking turns) shrink as the records do.
+    // (CPUs taking turns) shrink as the records do.  Sealed in zbuf_ (which
+    // holds a whole block's records, so its runs too) and copied out before
+    // the records use it.
     constexpr size_t kCpusZstdMin = 256;
-    const size_t room = cctx_ && raw.size() >= kCpusZstdMin ? ZSTD_compressBound(raw.size()) : 0;
-    cpus_.resize(sizeof(hdr) + std::max(raw.size(), room));
-    std::byte* payload = cpus_.data() + sizeof(hdr);
-    size_t stored = raw.size();
-    if (room > 0) {
-        size_t z =
-            ZSTD_compress2(static_cast<ZSTD_CCtx*>(cctx_), payload, room, raw.data(), raw.size());
-        if (!ZSTD_isError(z) && z < raw.size()) {
-            stored = z;
-            hdr.flags |= kBlockZstd;
-        }
-    }
-    if (!(hdr.flags & kBlockZstd))
-        memcpy(payload, raw.data(), raw.size());
-    hdr.stored_len = static_cast<uint32_t>(stored);
-    hdr.checksum = crc32c(std::span<const std::byte>(payload, stored));
-    hdr.header_crc = header_crc(hdr);
+    const std::span<const std::byte> raw = std::as_bytes(runs);
+    std::span<const std::byte> stored;
+    const BlockHeader hdr = seal(BlockType::cpus, raw, static_cast<uint32_t>(runs.size()),
+                                 raw.size() >= kCpusZstdMin, stored);
+    cpus_.resize(sizeof(hdr) + stored.size());
     memcpy(cpus_.data(), &hdr, sizeof(hdr));
-    cpus_.resize(sizeof(hdr) + stored);
+    memcpy(cpus_.data() + sizeof(hdr), stored.data(), stored.size());
     write_block(BlockType::records, std::as_bytes(recs), static_cast<uint32_t>(recs.size()), cpus_);
     blocks_written_++;  // the CPUS block
 }
@@ -295,7 +249,7 @@ void RecordingWriter::append(std::span<const nvmetrace_rec> recs, std::span<cons
     if (covered != recs.size())
         throw std::invalid_argument(fmt::format(
             "RecordingWriter::append: CPU runs cover {} records, not {}", covered, recs.size()));
-    RunCursor cursor(runs);
+    CpuRunCursor cursor(runs);
     const size_t block = opts_.block_records;
     if (opts_.direct_records && recs.size() >= opts_.direct_records) {
         // what is buffered goes first, then recs in blocks of their own,
@@ -304,7 +258,7 @@ void RecordingWriter::append(std::span<const nvmetrace_rec> recs, std::span<cons
         while (!recs.empty()) {
             const size_t n = std::min(block, recs.size());
             block_runs_.clear();
-            cursor.take(n, [this](CpuRun r) { add_run(block_runs_, r); });
+            cursor.take(n, [this](CpuRun r) { add_cpu_run(block_runs_, r); });
             write_records(recs.first(n), block_runs_);
             records_written_ += n;
             recs = recs.subspan(n);
@@ -315,7 +269,7 @@ void RecordingWriter::append(std::span<const nvmetrace_rec> recs, std::span<cons
     // Whole blocks straight from the caller's memory, without a copy.
     while (buf_.empty() && recs.size() >= block) {
         block_runs_.clear();
-        cursor.take(block, [this](CpuRun r) { add_run(block_runs_, r); });
+        cursor.take(block, [this](CpuRun r) { add_cpu_run(block_runs_, r); });
         write_records(recs.first(block), block_runs_);
         records_written_ += block;
         last_flush_ = std::chrono::steady_clock::now();
@@ -324,7 +278,7 @@ void RecordingWriter::append(std::span<const nvmetrace_rec> recs, std::span<cons
     while (!recs.empty()) {
         size_t n = std::min(block - buf_.size(), recs.size());
         buf_.insert(buf_.end(), recs.begin(), recs.begin() + static_cast<ptrdiff_t>(n));
-        cursor.take(n, [this](CpuRun r) { add_run(runs_, r); });
+        cursor.take(n, [this](CpuRun r) { add_cpu_run(runs_, r); });
         recs = recs.subspan(n);
         if (buf_.size() == block) {
             flush();

@@ -13,16 +13,8 @@ corpus=$2
 html_deps=$3
 out=$4
 here=$(dirname "$0")
-chromium=${CHROMIUM:-/usr/bin/chromium}
-
-missing() {
-	if [ -n "${CI:-}" ]; then echo "FAIL: $1 (CI is set: the browser test must run)"; exit 1; fi
-	echo "SKIP: $1"
-	exit 77
-}
-[ -x "$chromium" ] || missing "no $chromium (apt-get install chromium, or tools/deps)"
-command -v node >/dev/null || missing "no node (tools/deps)"
-modules=$("$html_deps" --path) || missing "the npm packages are not installed (tools/html-deps)"
+. "$here/../browser_env.sh"
+browser_env "$html_deps"
 [ -f "$modules/speedscope/dist/release/index.html" ] ||
 	missing "no speedscope in $modules (tools/html-deps)"
 

@@ -355,5 +355,28 @@ TEST(RecFileCpus, RunsThatDoNotCoverTheRecordsAreRefused) {
     EXPECT_EQ(w.buffered(), 0u);
 }
 
+// The one walker of CPU runs (writer, script): a CPU per record, runs split
+// where a block ends, unknown past the runs' end; add_cpu_run merges.
+TEST(CpuRuns, CursorAndMerge) {
+    const std::vector<CpuRun> runs{{3, 2}, {5, 0}, {1, 3}};
+    CpuRunCursor one(runs);
+    std::vector<uint32_t> cpus;
+    for (int i = 0; i < 6; i++)
+        cpus.push_back(one.next());
+    EXPECT_EQ(cpus, (std::vector<uint32_t>{3, 3, 1, 1, 1, kCpuUnknown}));
+
+    CpuRunCursor pieces(runs);
+    std::vector<CpuRun> first, second;
+    pieces.take(3, [&](CpuRun r) { add_cpu_run(first, r); });
+    pieces.take(4, [&](CpuRun r) { add_cpu_run(second, r); });
+    EXPECT_EQ(first, (std::vector<CpuRun>{{3, 2}, {1, 1}}));
+    EXPECT_EQ(second, (std::vector<CpuRun>{{1, 2}, {kCpuUnknown, 2}}));
+
+    std::vector<CpuRun> merged;
+    for (CpuRun r : {CpuRun{7, 1}, CpuRun{7, 2}, CpuRun{8, 0}, CpuRun{7, 1}, CpuRun{2, 1}})
+        add_cpu_run(merged, r);
+    EXPECT_EQ(merged, (std::vector<CpuRun>{{7, 4}, {2, 1}}));
+}
+
 }  // namespace
 }  // namespace nvmetrace
