@@ -2,7 +2,9 @@
 # 22-reset-overflow: a recording lives through what a real machine does to it. nvmetrace is
 # loaded with the smallest ring (ring_kb=4: 64 records per CPU) and records host and target at
 # 1-of-1 while fio runs on the nvme-tcp namespace; during the recording the controller is
-# reset, then deleted (disconnect) and connected again, and fio runs on the new namespace.
+# reset, then deleted (disconnect) and connected again, and fio runs on the new namespace;
+# then the target disables the namespace under fio (the host removes its block device) and
+# enables it again (the host finds it again), and fio runs on it.
 # Asserts: fio saw no error across the reset; the recorder ends cleanly; the rings overflowed
 # and the loss is counted and reported, never a corrupt file (report reads every block); the
 # loss is located: the file's gap markers add up to the rings' lost count (the trailer's, and
@@ -57,6 +59,32 @@ log "connected again: $dev2 ($(ctrl_of))"
 run_fio again --filename="/dev/$dev2" --ioengine=libaio --direct=1 --rw=randread --bs=4k \
 	--iodepth=4 --time_based --runtime=3 || fail "fio on the new namespace failed"
 fio_check again
+
+# 3. the namespace goes away on the target under I/O, and comes back: the target fails the
+# commands for it, the host removes its block device on the namespace-changed event and
+# finds it again when it returns. Meanwhile the host's nvme-tcp hooks meet command ids from
+# the wire whose requests have gone (they check state and generation before reading one).
+nsd=$NVMET_CFG/subsystems/$NVMET_NQN/namespaces/1
+bdev_gone() { [ ! -e "/sys/block/$1" ]; }
+fio_gone() { ! kill -0 "$FIO_PID" 2>/dev/null; }
+run_fio_bg nsgone --filename="/dev/$dev2" --ioengine=libaio --direct=1 --rw=randread --bs=4k \
+	--iodepth=8 --time_based --runtime=120
+io_flowing "$dev2" 120 100 ||
+	fail "no 100 reads on /dev/$dev2 before its namespace went away: $(tail -n 5 "$RESULTS/nsgone.log")"
+echo 0 >"$nsd/enable" || fail "the target refused to disable namespace 1"
+log "namespace 1 disabled on the target under fio"
+wait_for 60 bdev_gone "$dev2" || fail "/dev/$dev2 still there 60 s after its namespace went away"
+wait_for 60 fio_gone || fail "fio still running 60 s after /dev/$dev2 went away"
+wait "$FIO_PID" && log "fio on the vanished namespace ended cleanly" ||
+	log "fio on the vanished namespace ended with an error, as it may: $(grep -m1 -i 'err' "$RESULTS/nsgone.log")"
+kill -0 $REC 2>/dev/null || { cat "$RESULTS/record.out"; fail "the recorder died when the namespace went away"; }
+echo 1 >"$nsd/enable" || fail "the target refused to enable namespace 1 again"
+wait_for 60 nvme_bdev_of "$NVMET_NQN" >/dev/null || fail "the namespace did not come back on the host"
+dev3=$(nvme_bdev_of "$NVMET_NQN")
+log "namespace back on the host as $dev3"
+run_fio back --filename="/dev/$dev3" --ioengine=libaio --direct=1 --rw=randread --bs=4k \
+	--iodepth=4 --time_based --runtime=2 || fail "fio on the namespace that came back failed"
+fio_check back
 
 kill -INT $REC
 wait $REC || { cat "$RESULTS/record.out"; fail "record failed"; }
