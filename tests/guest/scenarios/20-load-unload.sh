@@ -1,7 +1,8 @@
 #!/bin/bash
-# 20-load-unload: insmod/rmmod nvmetrace.ko 20 times while fio runs on the nvme-tcp
-# namespace (QD2, rate-limited to 1500 IOPS so the module loads are not starved of the two
-# emulated CPUs); asserts every insmod/rmmod succeeded and fio had no errors.
+# 20-load-unload: insmod/rmmod nvmetrace.ko 20 times (LOOPS; tests/check-debug runs 100)
+# while fio runs on the nvme-tcp namespace (QD2, rate-limited to 1500 IOPS so the module
+# loads are not starved of the two emulated CPUs); asserts every insmod/rmmod succeeded,
+# each with a read completed while the module was in, and fio had no errors.
 # SKIPs (77) when the lane has no nvmetrace.ko for this kernel.
 # lane-timeout: 150
 . "$NVMETRACE_SRC/tests/guest/lib.sh"
