@@ -7,7 +7,9 @@
  * are checked for plausibility only (in range, aligned for their type,
  * members inside their struct), never guessed.  Process context.
  */
+#include <linux/aio_abi.h>
 #include <linux/errno.h>
+#include <linux/fs.h>
 #include <linux/nvme-tcp.h>
 #include <net/netlink.h>
 
@@ -108,6 +110,23 @@ static int check_tcpt_layout(const struct nvmetrace_layout *l)
 	return 0;
 }
 
+/*
+ * The vmlinux group: struct aio_kiocb's kiocb and io_event, 8-aligned,
+ * apart from each other (struct kiocb is public: its size is this build's).
+ */
+static int check_vmlinux_layout(const struct nvmetrace_layout *l)
+{
+	const u32 rw = NVMETRACE_VMLINUX_OFF(l, AIO_KIOCB_RW);
+	const u32 res = NVMETRACE_VMLINUX_OFF(l, AIO_KIOCB_RES);
+
+	if (!l->vmlinux.valid)
+		return 0;
+	if (rw % 8 || res % 8 ||
+	    (res < rw + sizeof(struct kiocb) && rw < res + sizeof(struct io_event)))
+		return -EINVAL;
+	return 0;
+}
+
 /* START's layouts: 0, or an error with its reason in extack */
 int nvmetrace_layout_check(const struct nvmetrace_config *c,
 			   struct netlink_ext_ack *extack)
@@ -134,6 +153,10 @@ int nvmetrace_layout_check(const struct nvmetrace_config *c,
 	}
 	if (check_tcpt_layout(&c->layout)) {
 		NL_SET_ERR_MSG(extack, "implausible nvmet-tcp layout (NVMETRACE_L_NVMET_TCP_*)");
+		return -EINVAL;
+	}
+	if (check_vmlinux_layout(&c->layout)) {
+		NL_SET_ERR_MSG(extack, "implausible aio layout (NVMETRACE_L_AIO_*)");
 		return -EINVAL;
 	}
 	return 0;

@@ -51,6 +51,8 @@ static const struct nla_policy nvmetrace_genl_layout_policy[NVMETRACE_L_MAX + 1]
 	[NVMETRACE_L_RDMAT_WC_WR_CQE ... NVMETRACE_L_RDMAT_RSP_REQ] =
 		NLA_POLICY_MAX(NLA_U32, 4095),
 	[NVMETRACE_L_BTF_BASE ... NVMETRACE_L_BTF_LAST] = { .type = NLA_U32 },
+	[NVMETRACE_L_VMLINUX_BASE ... NVMETRACE_L_VMLINUX_LAST] =
+		NLA_POLICY_MAX(NLA_U32, 4095),
 };
 
 /* Request attributes; all others (reply-only ones included) are rejected. */
@@ -294,6 +296,13 @@ static int nvmetrace_genl_parse_layout(struct genl_info *info,
 	if (err < 0)
 		return err;
 	l->tcpt.valid = err;
+	err = nvmetrace_genl_layout_group(info, nest, tb,
+					  NVMETRACE_L_VMLINUX_BASE,
+					  NVMETRACE_L_VMLINUX_LAST,
+					  l->vmlinux.off);
+	if (err < 0)
+		return err;
+	l->vmlinux.valid = err;
 	return nvmetrace_genl_parse_layout_ids(info, tb, l);
 }
 

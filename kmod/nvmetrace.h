@@ -100,6 +100,18 @@ struct nvmetrace_tcpt_layout {
 };
 
 /*
+ * The kernel's own private fields (NVMETRACE_L_VMLINUX_* order): the aio
+ * iocb identity (probes/aio.c); valid only when START carried the group.
+ */
+#define NVMETRACE_VMLINUX_OFF(l, name) \
+	((l)->vmlinux.off[NVMETRACE_L_##name - NVMETRACE_L_VMLINUX_BASE])
+
+struct nvmetrace_vmlinux_layout {
+	bool valid;
+	u32 off[NVMETRACE_L_VMLINUX_LAST - NVMETRACE_L_VMLINUX_BASE + 1];
+};
+
+/*
  * The modules a layout group comes from, in NVMETRACE_L_BTF_* order: id[]
  * of struct nvmetrace_layout is indexed by these.
  */
@@ -128,6 +140,7 @@ struct nvmetrace_layout {
 	struct nvmetrace_rdma_layout rdma;	/* nvme-rdma host */
 	struct nvmetrace_rdmat_layout rdmat;	/* nvmet-rdma target */
 	struct nvmetrace_tcpt_layout tcpt;	/* nvmet-tcp target */
+	struct nvmetrace_vmlinux_layout vmlinux;	/* the kernel's (no identity) */
 	struct nvmetrace_layout_id id[NVMETRACE_LMOD_NR];
 };
 

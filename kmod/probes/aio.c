@@ -9,6 +9,7 @@
 #include <linux/blkdev.h>
 #include <linux/fs.h>
 #include <linux/hash.h>
+#include <linux/kallsyms.h>
 #include <linux/kprobes.h>
 #include <linux/sched.h>
 #include <linux/string.h>
@@ -25,14 +26,17 @@
  * parts of it outside the block layer, for libaio on a block device opened
  * with O_DIRECT:
  *
- *  - kprobe on io_submit(): its entry time and the user's iocb array are
- *    kept for the task (no record).
+ *  - kprobe on io_submit(): its entry time is kept for the task (no record).
  *  - kprobes on blkdev_read_iter/blkdev_write_iter (the file-level submission,
  *    before any bio): FILE_SUBMIT, with the io_submit() entry in its aux.
- *    io_submit() submits the array in order, so the n-th file submission of
- *    the call is the n-th iocb: its user address is read (without faulting)
- *    for a sampled command and kept in a small table with the command's dev
- *    and LBA.
+ *    During io_submit() the kiocb they get is the rw member of fs/aio.c's
+ *    private struct aio_kiocb, whose ki_res (a struct io_event) already
+ *    holds the user's iocb address in obj: __io_submit_one() fills ki_res
+ *    before aio_read()/aio_write() call the file (6.1 to 7.x alike).  For a
+ *    sampled command that address is read (without faulting, at the offsets
+ *    START carried from the kernel's BTF) and kept in a small table with the
+ *    command's dev and LBA.  Without those offsets FILE_SUBMIT is recorded
+ *    all the same, without the iocb: no AIO_REAP follows it.
  *  - kprobe on aio_complete_rw: AIO_COMPLETE, the completion posted to the
  *    aio context (right after block_rq_complete, in the same context).
  *  - kretprobe on do_io_getevents: AIO_REAP when it returns: each event it
@@ -49,20 +53,29 @@
  *
  * State, all O(1) and racy only in ways that lose a record: the io_submit()
  * stash (by a hash of the task) and the iocb table (a collision drops the
- * older entry).
+ * older entry).  What the hooks write, each entry on a cache line of its own
+ * so that tasks and commands on other CPUs share none:
+ *
+ *  - every io_submit() entry: the task's stash entry;
+ *  - an unsampled command: nothing;
+ *  - a sampled aio command: its iocb table entry and uiocbs_live, once at
+ *    FILE_SUBMIT and once at its reap (and, the first time in a recording,
+ *    aio_complete_fn; other_fn only for a ki_complete that is not aio's).
  */
-struct nvmetrace_submit {
-	const struct task_struct *task;	/* in io_submit() since entry_ts */
-	u64 entry_ts;
-	unsigned long iocbpp;		/* its struct iocb __user * __user * */
-	u32 nsub;			/* file submissions so far in this call */
-};
 
 /*
- * By task, not by CPU: the task may migrate between io_submit()'s entry and
- * its file submissions.  Only the task itself writes and reads its slot; two
- * tasks in io_submit() at once whose slots collide lose their entry times.
+ * The io_submit() entry of a task.  By task, not by CPU: the task may
+ * migrate between io_submit()'s entry and its file submissions.  Two tasks
+ * whose slots collide overwrite each other: the writer clears the owner
+ * around entry_ts, and the reader (the task itself) takes entry_ts only if
+ * it sees itself as the owner before and after reading it, so it gets its
+ * own entry time or none, never another task's.
  */
+struct nvmetrace_submit {
+	const struct task_struct *task;	/* owner; NULL while entry_ts changes */
+	u64 entry_ts;
+} ____cacheline_aligned_in_smp;
+
 #define NVMETRACE_SUBMIT_BITS	6
 static struct nvmetrace_submit submit_stash[1 << NVMETRACE_SUBMIT_BITS];
 
@@ -76,11 +89,24 @@ struct nvmetrace_uiocb {
 	u64 lba;
 	u32 dev;
 	u8 op;
-};
+} ____cacheline_aligned_in_smp;
 
 #define NVMETRACE_UIOCB_BITS	8
-static struct nvmetrace_uiocb uiocbs[1 << NVMETRACE_UIOCB_BITS];
-static atomic_t uiocbs_live;	/* entries in use, about */
+static struct nvmetrace_uiocb uiocbs[1 << NVMETRACE_UIOCB_BITS];	/* 16 KiB */
+
+/* entries of uiocbs[] in use, about; alone on its line, read by every reap */
+static struct nvmetrace_uiocbs_live {
+	atomic_t n;
+} ____cacheline_aligned_in_smp uiocbs_live;	/* the type aligned: the whole line */
+
+/*
+ * The address of aio_complete_rw (static in fs/aio.c), the ki_complete of
+ * every aio read and write, learnt from the first sampled command whose
+ * ki_complete names it; 0: not yet in this recording.  other_fn: the last
+ * ki_complete found to be something else, not looked up again.
+ */
+static unsigned long aio_complete_fn __read_mostly;
+static unsigned long other_fn __read_mostly;
 
 /* events per io_getevents() return looked at, at most */
 #define NVMETRACE_REAP_EVENTS_MAX	64
@@ -90,56 +116,134 @@ static __always_inline u64 uaux(u32 pid, u64 hi)
 	return (u64)pid | (u64)min_t(u64, hi, U32_MAX) << 32;
 }
 
-/* kprobe at __x64_sys_io_submit(const struct pt_regs *regs): the user's registers */
+/* kprobe at __x64_sys_io_submit(const struct pt_regs *regs) */
 static int kp_submit(struct kprobe *kp, struct pt_regs *regs)
 {
-	struct pt_regs *uregs = (struct pt_regs *)regs_get_kernel_argument(regs, 0);
 	struct nvmetrace_submit *st = task_stash();
 
 	if (unlikely(!READ_ONCE(nvmetrace_emitting)))
 		return 0;
-	st->task = current;
-	st->entry_ts = ktime_get_ns();
-	st->iocbpp = regs_get_kernel_argument(uregs, 2);	/* io_submit(ctx, nr, iocbpp) */
-	st->nsub = 0;
+	WRITE_ONCE(st->task, NULL);
+	smp_wmb();	/* owner cleared before entry_ts changes (submit_since()) */
+	WRITE_ONCE(st->entry_ts, ktime_get_ns());
+	smp_wmb();	/* entry_ts written before the owner is back */
+	WRITE_ONCE(st->task, current);
 	return 0;
+}
+
+/*
+ * Nanoseconds since this task's io_submit() entry, for a file submission
+ * inside that call; 0: not known (the stash entry is another task's, or
+ * changing).
+ */
+static __always_inline u64 submit_since(void)
+{
+	const struct nvmetrace_submit *st = task_stash();
+	u64 entry;
+
+	if (READ_ONCE(st->task) != current)
+		return 0;
+	smp_rmb();	/* the owner, then entry_ts (kp_submit()) */
+	entry = READ_ONCE(st->entry_ts);
+	smp_rmb();	/* entry_ts, then the owner again */
+	if (READ_ONCE(st->task) != current)
+		return 0;
+	return ktime_get_ns() - entry;
+}
+
+/* Whether fn is aio_complete_rw; kallsyms once per recording, then a compare. */
+static noinline bool is_aio_complete_slow(unsigned long fn)
+{
+	char name[KSYM_SYMBOL_LEN];
+
+	sprint_symbol_no_offset(name, fn);
+	if (strcmp(name, "aio_complete_rw")) {
+		WRITE_ONCE(other_fn, fn);
+		return false;
+	}
+	WRITE_ONCE(aio_complete_fn, fn);
+	return true;
+}
+
+/*
+ * Whether iocb is the kiocb of an aio read or write (the rw member of a
+ * struct aio_kiocb): fs/aio.c sets ki_complete to aio_complete_rw for those
+ * (aio_prep_rw()) and for nothing else, and it is the very completion
+ * AIO_COMPLETE hooks.  That, not the system call alone, makes the read of
+ * the aio_kiocb around it sound: a synchronous read has no ki_complete, and
+ * io_uring and the loop driver set their own.  Asked only inside
+ * io_submit(), so the one symbol lookup of a recording is an aio one.
+ */
+static __always_inline bool is_aio_kiocb(const struct kiocb *iocb)
+{
+	unsigned long fn = (unsigned long)READ_ONCE(iocb->ki_complete);
+	unsigned long known = READ_ONCE(aio_complete_fn);
+
+	if (!fn)
+		return false;
+	if (known)
+		return fn == known;
+	if (fn == READ_ONCE(other_fn))
+		return false;
+	return is_aio_complete_slow(fn);
+}
+
+/*
+ * The user's iocb of an aio kiocb: io_event.obj of its aio_kiocb's ki_res,
+ * at the offsets START carried (NVMETRACE_L_AIO_KIOCB_*); 0 without them.
+ */
+static __always_inline u64 aio_user_iocb(const struct kiocb *iocb)
+{
+	const struct nvmetrace_layout *l = &nvmetrace_cfg.layout;
+	const char *req;
+	u64 obj;
+
+	if (!l->vmlinux.valid)
+		return 0;
+	req = (const char *)iocb - NVMETRACE_VMLINUX_OFF(l, AIO_KIOCB_RW);
+	if (copy_from_kernel_nofault(&obj, req + NVMETRACE_VMLINUX_OFF(l, AIO_KIOCB_RES) +
+				     offsetof(struct io_event, obj), sizeof(obj)))
+		return 0;
+	if (!obj || !access_ok((const void __user *)(unsigned long)obj, sizeof(struct iocb)))
+		return 0;
+	return obj;
+}
+
+/* A sampled aio command: its iocb joins the table, for its reap. */
+static __always_inline void uiocb_put(u64 uptr, u64 lba, u32 dev, u8 op)
+{
+	struct nvmetrace_uiocb *u = &uiocbs[hash_64(uptr, NVMETRACE_UIOCB_BITS)];
+
+	if (!READ_ONCE(u->uptr))
+		atomic_inc(&uiocbs_live.n);
+	WRITE_ONCE(u->uptr, 0);
+	u->lba = lba;
+	u->dev = dev;
+	u->op = op;
+	smp_store_release(&u->uptr, uptr);	/* the fields, then uptr */
 }
 
 static __always_inline void file_submit(struct pt_regs *regs, u8 op)
 {
 	const struct kiocb *iocb = (const struct kiocb *)regs_get_kernel_argument(regs, 0);
 	const struct iov_iter *iter = (const struct iov_iter *)regs_get_kernel_argument(regs, 1);
-	struct nvmetrace_submit *st = task_stash();
-	u64 lba, since = 0, uptr = 0, wq_queued = 0;
+	u64 lba, since = 0, uptr, wq_queued = 0;
 	u16 iface = 0, path = 0;
-	/* the stash is this call's: same task, still inside io_submit() */
-	bool in_submit = st->task == current &&
-			 syscall_get_nr(current, task_pt_regs(current)) == __NR_io_submit;
-	u32 dev, idx = 0;
+	u32 dev;
 
 	if (unlikely(!READ_ONCE(nvmetrace_emitting)))
 		return;
-	if (in_submit)
-		idx = st->nsub++;
 	if (!(iocb->ki_flags & IOCB_DIRECT) ||
 	    !nvmetrace_file_lba(iocb->ki_filp, iocb->ki_pos, &dev, &lba) ||
 	    !nvmetrace_sampled(lba))
 		return;
-	if (in_submit) {
+	if (syscall_get_nr(current, task_pt_regs(current)) == __NR_io_submit) {
+		/* aio submits reads and writes only from io_submit() */
 		iface = NVMETRACE_IFACE_AIO;
-		since = ktime_get_ns() - st->entry_ts;
-		if (!copy_from_user_nofault(&uptr, (const void __user *)(st->iocbpp +
-					    idx * sizeof(u64)), sizeof(uptr)) && uptr) {
-			struct nvmetrace_uiocb *u = &uiocbs[hash_64(uptr, NVMETRACE_UIOCB_BITS)];
-
-			if (!READ_ONCE(u->uptr))
-				atomic_inc(&uiocbs_live);
-			WRITE_ONCE(u->uptr, 0);
-			u->lba = lba;
-			u->dev = dev;
-			u->op = op;
-			smp_store_release(&u->uptr, uptr);	/* the fields, then uptr */
-		}
+		since = submit_since();
+		uptr = is_aio_kiocb(iocb) ? aio_user_iocb(iocb) : 0;
+		if (uptr)
+			uiocb_put(uptr, lba, dev, op);
 	} else if (nvmetrace_uring_origin(iocb, &since, &path, &wq_queued)) {
 		iface = NVMETRACE_IFACE_URING;
 	}
@@ -192,7 +296,7 @@ static int kp_aio_complete(struct kprobe *kp, struct pt_regs *regs)
 /* do_io_getevents(ctx_id, min_nr, nr, struct io_event __user *events, ts) */
 static int krp_reap_entry(struct kretprobe_instance *ri, struct pt_regs *regs)
 {
-	if (!READ_ONCE(nvmetrace_emitting) || atomic_read(&uiocbs_live) <= 0)
+	if (!READ_ONCE(nvmetrace_emitting) || atomic_read(&uiocbs_live.n) <= 0)
 		return 1;	/* no sampled command to reap: no return probe */
 	*(unsigned long *)ri->data = regs_get_kernel_argument(regs, 3);
 	return 0;
@@ -222,7 +326,7 @@ static int krp_reap_return(struct kretprobe_instance *ri, struct pt_regs *regs)
 		op = u->op;
 		if (cmpxchg(&u->uptr, ev.obj, 0) != ev.obj)
 			continue;	/* taken over by another command meanwhile */
-		atomic_dec(&uiocbs_live);
+		atomic_dec(&uiocbs_live.n);
 		emit(NVMETRACE_EV_AIO_REAP, lba, dev, 0, 0, 0, 0, 0, op,
 		     op == nvme_cmd_write ? NVMETRACE_REC_WRITE : 0,
 		     uaux(current->pid, ret));
@@ -233,8 +337,11 @@ static int krp_reap_return(struct kretprobe_instance *ri, struct pt_regs *regs)
 /* START: no hook runs; the last recording's iocbs are not this one's */
 static void aio_hooks_reset(void)
 {
+	memset(submit_stash, 0, sizeof(submit_stash));
 	memset(uiocbs, 0, sizeof(uiocbs));
-	atomic_set(&uiocbs_live, 0);
+	atomic_set(&uiocbs_live.n, 0);
+	aio_complete_fn = 0;
+	other_fn = 0;
 }
 
 static struct nvmetrace_hook aio_hooks[] = {

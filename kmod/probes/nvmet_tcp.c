@@ -44,12 +44,16 @@
  * another queue there records no arrival.  The writer clears the owner
  * around the timestamp, so a reader that sees the same owner before and
  * after reading it has a timestamp of that queue.  O(1), no lock.
+ *
+ * Written at every data arrival, sampled or not: each entry has a cache
+ * line of its own (4 KiB in all), so queues served on other CPUs write
+ * lines of their own; only queues that collide share one.
  */
 #define NVMETRACE_TCPT_ARRIVAL_BITS	6
 struct nvmetrace_tcpt_arrival {
 	const void *queue;
 	u64 ts;
-};
+} ____cacheline_aligned_in_smp;
 
 static struct nvmetrace_tcpt_arrival tcpt_arrivals[1 << NVMETRACE_TCPT_ARRIVAL_BITS];
 

@@ -69,7 +69,7 @@ struct uring_task {
 	const void *req;	/* the request taken last */
 	u64 start;		/* when the kernel took it */
 	bool sqpoll;		/* taken by an io thread (SQPOLL) */
-};
+} ____cacheline_aligned_in_smp;	/* written per SQE: a line per task */
 
 #define URING_TASK_BITS	6
 static struct uring_task uring_tasks[1 << URING_TASK_BITS];
@@ -83,7 +83,7 @@ struct uring_wq {
 	const void *req;	/* NULL: free; written last */
 	u64 start;		/* the request's submission */
 	u64 queued;		/* handed to io-wq */
-};
+} ____cacheline_aligned_in_smp;	/* written per punt: a line per request */
 
 #define URING_WQ_BITS	8
 static struct uring_wq uring_wq[1 << URING_WQ_BITS];
@@ -176,10 +176,13 @@ struct uring_pending {
 struct uring_bucket {
 	struct uring_pending slot[URING_PEND_SLOTS];
 	unsigned int next;
-};
+} ____cacheline_aligned_in_smp;	/* a task's own lines */
 
 static struct uring_bucket uring_pend[1 << URING_PEND_BITS];
-static atomic_t uring_pend_live;	/* entries in use, about */
+/* entries in use, about; alone on its line, read by every GETEVENTS return */
+static struct uring_pend_live_line {
+	atomic_t n;
+} ____cacheline_aligned_in_smp uring_pend_live;	/* the type aligned: the whole line */
 
 static __always_inline struct uring_bucket *task_bucket(void)
 {
@@ -244,7 +247,7 @@ static void probe_complete(void *data, void *ctx, void *reqp)
 	b = task_bucket();
 	p = &b->slot[b->next++ % URING_PEND_SLOTS];
 	if (!READ_ONCE(p->task))
-		atomic_inc(&uring_pend_live);
+		atomic_inc(&uring_pend_live.n);
 	WRITE_ONCE(p->task, NULL);
 	p->posted = now;
 	p->lba = lba;
@@ -284,7 +287,7 @@ static int krp_enter_return(struct kretprobe_instance *ri, struct pt_regs *regs)
 	struct uring_bucket *b = task_bucket();
 	unsigned int i;
 
-	if (atomic_read(&uring_pend_live) <= 0)
+	if (atomic_read(&uring_pend_live.n) <= 0)
 		return 0;	/* no sampled CQE waits for its reap */
 	for (i = 0; i < URING_PEND_SLOTS; i++) {
 		struct uring_pending *p = &b->slot[i];
@@ -301,7 +304,7 @@ static int krp_enter_return(struct kretprobe_instance *ri, struct pt_regs *regs)
 		op = p->op;
 		if (cmpxchg(&p->task, current, NULL) != current)
 			continue;
-		atomic_dec(&uring_pend_live);
+		atomic_dec(&uring_pend_live.n);
 		emit(NVMETRACE_EV_URING_REAP, lba, dev, 0, 0, 0, 0, 0, op,
 		     op == nvme_cmd_write ? NVMETRACE_REC_WRITE : 0,
 		     (u64)current->pid |
@@ -316,7 +319,7 @@ static void uring_hooks_reset(void)
 	memset(uring_tasks, 0, sizeof(uring_tasks));
 	memset(uring_wq, 0, sizeof(uring_wq));
 	memset(uring_pend, 0, sizeof(uring_pend));
-	atomic_set(&uring_pend_live, 0);
+	atomic_set(&uring_pend_live.n, 0);
 }
 
 #ifdef NVMETRACE_HAVE_URING_SUBMIT_REQ

@@ -86,8 +86,8 @@ fam = struct.unpack("H", msgs[0][CTRL_ATTR_FAMILY_ID])[0]
 
 err, msgs, _ = g.req(fam, CMD["GET_VERSION"])
 v = msgs[0] if msgs else {}
-check(err == 0 and u32(v[A["ABI_VERSION"]]) == 3 and u32(v[A["RING_VERSION"]]) == 2,
-      "GET_VERSION abi 3, ring 2")
+check(err == 0 and u32(v[A["ABI_VERSION"]]) == 4 and u32(v[A["RING_VERSION"]]) == 2,
+      "GET_VERSION abi 4, ring 2")
 mv = v.get(A["MODULE_VERSION"], b"").rstrip(b"\0").decode()
 check(mv == open(os.environ["NVMETRACE_SRC"] + "/VERSION").read().strip(), "MODULE_VERSION " + mv)
 
@@ -153,6 +153,19 @@ check(err == 0 and msgs and u32(msgs[0][A["STATE"]]) == 0, "STOP -> IDLE")
 err, msgs, _ = g.req(fam, CMD["GET_HOOKS"], flags=NLM_F_DUMP)
 states = [u32(parse_attrs(m[A["HOOK"]])[A["HOOK_STATE"]]) for m in msgs]
 check(err == 0 and len(msgs) >= 10 and set(states) == {0}, "after STOP every hook detached")
+# the vmlinux group (NVMETRACE_L_AIO_KIOCB_RW = 152, _RES = 153): whole, and plausible
+# (checked at START while idle)
+lay = attr(A["LAYOUT"] | 0x8000, attr(152, struct.pack("I", 0)))
+err, _, ext = g.req(fam, CMD["START"], attr(A["ROLE"], struct.pack("I", 1)) + lay)
+check(err == -errno.EINVAL and "all or nothing" in ext, "START with 1 of 2 aio offsets refused ('%s')" % ext)
+lay = attr(A["LAYOUT"] | 0x8000, attr(152, struct.pack("I", 0)) + attr(153, struct.pack("I", 8)))
+err, _, ext = g.req(fam, CMD["START"], attr(A["ROLE"], struct.pack("I", 1)) + lay)
+check(err == -errno.EINVAL and "aio" in ext, "START with ki_res inside the kiocb refused ('%s')" % ext)
+lay = attr(A["LAYOUT"] | 0x8000, attr(152, struct.pack("I", 0)) + attr(153, struct.pack("I", 112)))
+err, msgs, ext = g.req(fam, CMD["START"], attr(A["ROLE"], struct.pack("I", 1)) + lay)
+check(err == 0 and msgs and u32(msgs[0][A["STATE"]]) == 1, "START host with the aio group ('%s')" % ext)
+err, msgs, _ = g.req(fam, CMD["STOP"])
+check(err == 0 and msgs and u32(msgs[0][A["STATE"]]) == 0, "STOP -> IDLE")
 
 # unprivileged: drop CAP_NET_ADMIN in a child (setpriv from util-linux)
 rc, out = sh("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",

@@ -3,7 +3,8 @@
 # live lines and a summary; the sampled commands match fio's I/O count; a recording killed
 # with SIGKILL mid-run still reports what it holds and says where the file ended; script prints
 # every record of the recording once; record -- fio records for fio's lifetime and exits
-# with its status, keeps the previous nvmetrace.ntr as .old, and ends a command at -d.
+# with its status, keeps the previous nvmetrace.ntr as .old, and ends a command at -d; an
+# io_submit() batch of file reads before device reads has each device read reaped as its own.
 # lane-timeout: 240
 . "$NVMETRACE_SRC/tests/guest/lib.sh"
 need_ko
@@ -43,6 +44,29 @@ lines=$(tail -n +3 "$RESULTS/script.txt" | wc -l)
 jq -e 'select(.event != "nvmet_init")' "$RESULTS/script-init.jsonl" >/dev/null &&
 	fail "script -e nvmet_init printed other records"
 grep -qE '^ +[0-9.]+s  read 4KiB nvme' "$RESULTS/record.out" || fail "no live line"
+
+# the exact aio iocb: io_submit() batches of two regular-file reads, then two device reads;
+# each device read's reap is its own (the call that returned both), never a file read's
+mixed=$(dirname "$NVMETRACE_BIN")/tests/aio_mixed
+"$NVMETRACE_BIN" record -r host -s 1 -o "$RESULTS/mixed.ntr" >"$RESULTS/mixed.rec" 2>&1 &
+REC=$!
+recorder_wait "$RESULTS/mixed.rec"
+"$mixed" "/dev/$dev" /tmp/aio-mixed.dat 50 >"$RESULTS/mixed.out" || fail "aio_mixed failed"
+kill -INT $REC
+wait $REC || { cat "$RESULTS/mixed.rec"; fail "record of aio_mixed failed"; }
+grep 'aio iocbs not followed' "$RESULTS/mixed.rec" && fail "no aio iocb layout"
+"$NVMETRACE_BIN" script --json -e aio_reap "$RESULTS/mixed.ntr" >"$RESULTS/mixed-reap.jsonl" ||
+	fail "script -e aio_reap failed"
+[ "$(wc -l <"$RESULTS/mixed.out")" = 100 ] || fail "aio_mixed did $(wc -l <"$RESULTS/mixed.out") device reads, not 100"
+bad=0
+while read -r _ lba; do
+	# one reap of this LBA, by the io_getevents() call that returned 2 events
+	got=$(jq -c --argjson lba "$lba" 'select(.lba == $lba) | .aux / 4294967296 | floor' \
+		"$RESULTS/mixed-reap.jsonl" | tr '\n' ' ')
+	[ "$got" = "2 " ] || { echo "lba $lba: reaps returning [${got% }] events, want [2]"; bad=$((bad + 1)); }
+done <"$RESULTS/mixed.out"
+[ "$bad" = 0 ] || fail "$bad of 100 device reads not followed to their own reap"
+rm -f /tmp/aio-mixed.dat
 
 # SIGKILL mid-recording: the file stays readable up to its last flushed block
 "$NVMETRACE_BIN" record -r host -r target -s 1 -o "$RESULTS/killed.ntr" >"$RESULTS/killed.out" 2>&1 &

@@ -72,7 +72,11 @@ int run_probe(const ProbeOptions& opts) {
     StartArgs start;
     start.role = role;
     start.sample = 0xffffffffu;
-    const LayoutNotes layouts = fill_layouts(role, start);
+    LayoutNotes layouts = fill_layouts(role, start);
+    if (!start.aio_layout.empty() && genl.get_version().abi_version < 4) {
+        start.aio_layout.clear();  // a module before ABI 4 refuses it
+        layouts.aio_error = "the module predates it (ABI < 4)";
+    }
     // nvme-core's tracepoints pass other arguments than the host's probes
     // take: the host's hooks are not attached even to be probed.
     if (!layouts.host_error.empty())
@@ -106,7 +110,13 @@ int run_probe(const ProbeOptions& opts) {
             ok = false;
         } else if (host) {
             fmt::print("  {}\n", layouts.host_tracepoints);
-        } else if (layouts.nvmet_error.empty()) {
+        }
+        if (host)
+            fmt::print("  aio iocb identity (vmlinux BTF layout: {})\n",
+                       layouts.aio_error.empty()
+                           ? std::string("ok")
+                           : layouts.aio_error + "; aio commands recorded without their reap");
+        else if (layouts.nvmet_error.empty()) {
             fmt::print("  {}\n", layouts.target_tracepoints);
         }
         if (!opts.transport.empty()) {

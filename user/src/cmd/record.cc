@@ -234,6 +234,16 @@ LayoutNotes fill_layouts(uint32_t role, StartArgs& start) {
         } else
             notes.rdma_error = rdma.error();
     }
+    // The kernel's aio_kiocb names the user's iocb of an aio command: without
+    // it the aio hooks still record, but no command is matched with its reap.
+    if (role & NVMETRACE_ROLE_HOST) {
+        BtfLayout btf = BtfLayout::load_vmlinux();
+        auto l = btf.ok() ? btf.aio() : std::nullopt;
+        if (l)
+            start.aio_layout = l->offsets;
+        else
+            notes.aio_error = btf.error();
+    }
     // nvmet-rdma's hooks read nvmet's fields as well: only with nvmet's layout.
     if ((role & NVMETRACE_ROLE_TARGET) && !start.layout.empty()) {
         BtfLayout btf = BtfLayout::load("nvmet_rdma");
@@ -404,6 +414,17 @@ int run_record(const RecordOptions& opts) {
     }
     if (!layouts.tcp_error.empty())
         fmt::print(stderr, "nvmetrace: nvme-tcp transport hooks off: {}\n", layouts.tcp_error);
+    if (!start.aio_layout.empty() && mv.abi_version < 4) {
+        // a module before ABI 4 refuses the group it does not know
+        start.aio_layout.clear();
+        fmt::print(stderr,
+                   "nvmetrace: aio iocbs not followed to their reap: the module (ABI {}) "
+                   "predates them\n",
+                   mv.abi_version);
+    }
+    if (!layouts.aio_error.empty())
+        fmt::print(stderr, "nvmetrace: aio iocbs not followed to their reap (no aio_reap): {}\n",
+                   layouts.aio_error);
     // nvmet-tcp's, nvme-rdma's and nvmet-rdma's: said when their transport
     // is asked for or their module is loaded.
     auto wanted = [&](const char* transport, const char* module) {

@@ -93,6 +93,7 @@ struct LayoutNotes {
     std::string rdma_error;   // host role: nvme-rdma's layout (its hooks need it)
     std::string rdmat_error;  // target role: nvmet-rdma's layout (its hooks need it)
     std::string tcpt_error;   // target role: nvmet-tcp's layout (its hooks need it)
+    std::string aio_error;    // host role: the aio iocb's layout (AIO_REAP needs it)
 };
 // Private struct offsets from the running kernel's BTF into start.
 LayoutNotes fill_layouts(uint32_t role, StartArgs& start);

@@ -135,6 +135,17 @@ BtfLayout BtfLayout::load_files(const std::string& vmlinux, const std::string& m
     return l;
 }
 
+BtfLayout BtfLayout::load_vmlinux(const std::string& vmlinux) {
+    BtfLayout l;
+    // the kernel's BTF is the one searched: no module split off it
+    l.module_btf_ = btf__parse(vmlinux.c_str(), nullptr);
+    if (!l.module_btf_)
+        l.error_ = fmt::format(
+            "cannot read kernel BTF {}: {} (kernel built without CONFIG_DEBUG_INFO_BTF?)", vmlinux,
+            errtext(errno));
+    return l;
+}
+
 std::optional<FieldLoc> BtfLayout::member(const std::string& struct_name,
                                           const std::string& member_name) {
     if (!ok())
@@ -272,6 +283,17 @@ std::optional<NvmetTcpLayout> BtfLayout::nvmet_tcp() {
     };
     static_assert(std::size(wants) == NVMETRACE_L_NVMET_TCP_LAST - NVMETRACE_L_NVMET_TCP_BASE + 1);
     return resolve_fields<NvmetTcpLayout>(*this, wants);
+}
+
+std::optional<AioLayout> BtfLayout::aio() {
+    // NVMETRACE_L_VMLINUX_* order; what kmod/probes/aio.c reads: the kiocb
+    // blkdev_*_iter gets, and the UAPI struct io_event (32 bytes) around obj
+    static const FieldWant wants[] = {
+        {"aio_kiocb", "rw", 0, "kiocb"},
+        {"aio_kiocb", "ki_res", 32},
+    };
+    static_assert(std::size(wants) == NVMETRACE_L_VMLINUX_LAST - NVMETRACE_L_VMLINUX_BASE + 1);
+    return resolve_fields<AioLayout>(*this, wants);
 }
 
 std::optional<RdmaLayout> BtfLayout::nvme_rdma() {

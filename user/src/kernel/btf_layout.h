@@ -41,6 +41,12 @@ struct NvmetTcpLayout {
     std::vector<uint32_t> offsets;  // NVMETRACE_L_NVMET_TCP_BASE + i
 };
 
+// The kernel's own fields (NVMETRACE_L_VMLINUX_* order): struct aio_kiocb's
+// rw (a struct kiocb) and ki_res (a struct io_event), the aio iocb identity.
+struct AioLayout {
+    std::vector<uint32_t> offsets;  // NVMETRACE_L_VMLINUX_BASE + i
+};
+
 // The identity of a module's layout (NVMETRACE_L_BTF_*): the CRC-32C of its
 // BTF file, btf_dir/<module> (normally /sys/kernel/btf/<module>).  nullopt
 // and *error (when given) set when it cannot be read.
@@ -57,6 +63,8 @@ public:
                           const std::string& btf_dir = "/sys/kernel/btf");
     // From files: vmlinux BTF (raw or ELF) and a module (raw BTF or .ko ELF).
     static BtfLayout load_files(const std::string& vmlinux, const std::string& module_file);
+    // The kernel's BTF alone: member() and struct_size() look in it.
+    static BtfLayout load_vmlinux(const std::string& vmlinux = "/sys/kernel/btf/vmlinux");
 
     BtfLayout(BtfLayout&&) noexcept;
     BtfLayout& operator=(BtfLayout&&) noexcept;
@@ -88,6 +96,10 @@ public:
 
     // The nvmet-tcp target group (module BTF "nvmet_tcp"), sizes checked.
     std::optional<NvmetTcpLayout> nvmet_tcp();
+
+    // The vmlinux group (load_vmlinux()): struct aio_kiocb's rw (a struct
+    // kiocb) and ki_res (32 bytes, the UAPI struct io_event).
+    std::optional<AioLayout> aio();
 
     // The arguments tracepoint `name` passes its probes, spelled as C
     // ("struct request *"), the probe's leading data pointer left out: from

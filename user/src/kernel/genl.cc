@@ -398,6 +398,10 @@ State GenlClient::start(const StartArgs& args) {
     if (!args.tcpt_layout.empty() && args.tcpt_layout.size() != kTcptOffsets)
         throw Error(fmt::format("START: the nvmet-tcp layout needs {} offsets, got {}",
                                 kTcptOffsets, args.tcpt_layout.size()));
+    constexpr size_t kAioOffsets = NVMETRACE_L_VMLINUX_LAST - NVMETRACE_L_VMLINUX_BASE + 1;
+    if (!args.aio_layout.empty() && args.aio_layout.size() != kAioOffsets)
+        throw Error(fmt::format("START: the aio layout needs {} offsets, got {}", kAioOffsets,
+                                args.aio_layout.size()));
     // Each module's BTF identity goes with its layout, never alone.
     const struct {
         const std::optional<uint32_t>& id;
@@ -416,7 +420,7 @@ State GenlClient::start(const StartArgs& args) {
             throw Error(fmt::format(
                 "START: a BTF identity of {} without its layout: give both, or neither", m.what));
     if (!args.layout.empty() || !args.tcp_layout.empty() || !args.tcpt_layout.empty() ||
-        !args.rdma_layout.empty() || !args.rdmat_layout.empty()) {
+        !args.rdma_layout.empty() || !args.rdmat_layout.empty() || !args.aio_layout.empty()) {
         nlattr* lay = nla_nest_start(msg.get(), NVMETRACE_A_LAYOUT | NLA_F_NESTED);
         ok = lay != nullptr;
         for (size_t i = 0; ok && i < args.layout.size(); i++)
@@ -434,6 +438,9 @@ State GenlClient::start(const StartArgs& args) {
         for (size_t i = 0; ok && i < args.tcpt_layout.size(); i++)
             ok = nla_put_u32(msg.get(), static_cast<int>(NVMETRACE_L_NVMET_TCP_BASE + i),
                              args.tcpt_layout[i]) == 0;
+        for (size_t i = 0; ok && i < args.aio_layout.size(); i++)
+            ok = nla_put_u32(msg.get(), static_cast<int>(NVMETRACE_L_VMLINUX_BASE + i),
+                             args.aio_layout[i]) == 0;
         for (const auto& m : ids)
             if (ok && m.id)
                 ok = nla_put_u32(msg.get(), m.attr, *m.id) == 0;

@@ -65,6 +65,10 @@ struct StartArgs {
     // nvmet-tcp's (NVMETRACE_L_NVMET_TCP_BASE .. _LAST order), from BTF;
     // empty: the nvmet-tcp hooks are refused.
     std::vector<uint32_t> tcpt_layout;
+    // The kernel's (NVMETRACE_L_VMLINUX_BASE .. _LAST order: struct
+    // aio_kiocb's rw and ki_res), from BTF; empty: aio commands are recorded
+    // without their iocb (no AIO_REAP).  Modules of ABI 4 and later only.
+    std::vector<uint32_t> aio_layout;
     // The identity of the module each layout above comes from
     // (NVMETRACE_L_BTF_*: module_btf_id()), only with that layout.  When
     // the module is loaded again during the recording, the hooks that read

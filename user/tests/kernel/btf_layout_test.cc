@@ -160,6 +160,51 @@ TEST_F(BtfLayoutTest, OtherModulesHaveNothingToCheck) {
     EXPECT_EQ(l.probe_prototype_mismatch("nvme_tcp"), std::nullopt);
 }
 
+// The kernel's own group, from vmlinux alone: struct aio_kiocb's rw (a struct
+// kiocb, at 0 in a union as fs/aio.c has it) and ki_res (a struct io_event).
+// res_size: the size of ki_res's type as this "kernel" has it.
+std::string write_aio_vmlinux(const test::TempDir& dir, uint32_t res_size) {
+    ::btf* b = btf__new_empty();
+    EXPECT_NE(b, nullptr);
+    const int u64 = btf__add_int(b, "u64", 8, 0);
+    const int kiocb = btf__add_struct(b, "kiocb", 48);
+    EXPECT_EQ(btf__add_field(b, "ki_pos", u64, 8 * 8, 0), 0);
+    const int io_event = btf__add_struct(b, "io_event", res_size);
+    EXPECT_EQ(btf__add_field(b, "obj", u64, 8 * 8, 0), 0);
+    const int u = btf__add_union(b, nullptr, 96);
+    EXPECT_EQ(btf__add_field(b, "ki_filp", u64, 0, 0), 0);
+    EXPECT_EQ(btf__add_field(b, "rw", kiocb, 0, 0), 0);
+    btf__add_struct(b, "aio_kiocb", 176);
+    EXPECT_EQ(btf__add_field(b, nullptr, u, 0, 0), 0);
+    EXPECT_EQ(btf__add_field(b, "ki_ctx", u64, 96 * 8, 0), 0);
+    EXPECT_EQ(btf__add_field(b, "ki_res", io_event, 112 * 8, 0), 0);
+    const std::string path = dir.path("vmlinux");
+    write_raw(b, path);
+    btf__free(b);
+    return path;
+}
+
+TEST(AioLayout, OffsetsFromTheKernelAlone) {
+    test::TempDir dir;
+    BtfLayout l = BtfLayout::load_vmlinux(write_aio_vmlinux(dir, 32));
+    ASSERT_TRUE(l.ok()) << l.error();
+    auto a = l.aio();
+    ASSERT_TRUE(a) << l.error();
+    EXPECT_EQ(a->offsets, (std::vector<uint32_t>{0, 112}));
+}
+
+TEST(AioLayout, MemberOfAnotherSizeIsRefused) {
+    // ki_res is not the io_event this tool knows: no offsets, a reason
+    test::TempDir dir;
+    const std::string path = write_aio_vmlinux(dir, 40);
+    BtfLayout l = BtfLayout::load_vmlinux(path);
+    ASSERT_TRUE(l.ok()) << l.error();
+    EXPECT_EQ(l.aio(), std::nullopt);
+    EXPECT_EQ(BtfLayout::load_vmlinux(dir.path("absent")).aio(), std::nullopt);
+    EXPECT_NE(BtfLayout::load_vmlinux(dir.path("absent")).error().find("cannot read kernel BTF"),
+              std::string::npos);
+}
+
 // The identity START carries with a module's layout: the CRC-32C of the
 // module's BTF file as the kernel exposes it, the value the module computes
 // over the .BTF section of a module being loaded (kmod/layout_id.h).

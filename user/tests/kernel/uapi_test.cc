@@ -104,7 +104,8 @@ TEST(Uapi, NetlinkNumbersArePinned) {
     // 2: hook states INLINED and SPARE; layout fields NVMETRACE_L_TCP_REQ_QUEUE
     // and the nvme_request.genctr of the nvme-tcp and nvme-rdma groups
     // 3: hook state STALE; the modules' BTF identities NVMETRACE_L_BTF_*
-    EXPECT_EQ(NVMETRACE_ABI_VERSION, 3);
+    // 4: the vmlinux group NVMETRACE_L_AIO_KIOCB_* (the aio iocb identity)
+    EXPECT_EQ(NVMETRACE_ABI_VERSION, 4);
 
     EXPECT_EQ(NVMETRACE_CMD_GET_VERSION, 1);
     EXPECT_EQ(NVMETRACE_CMD_GET_STATUS, 2);
@@ -154,6 +155,14 @@ TEST(Uapi, NetlinkNumbersArePinned) {
     EXPECT_EQ(NVMETRACE_L_BTF_LAST, 148);
     EXPECT_LT(NVMETRACE_L_RDMAT_RSP_REQ, NVMETRACE_L_BTF_BASE);
     EXPECT_LT(NVMETRACE_L_BTF_LAST, NVMETRACE_L_MAX);
+    // the kernel's own group, after the identities (it has none)
+    EXPECT_EQ(NVMETRACE_L_VMLINUX_BASE, 152);
+    EXPECT_EQ(NVMETRACE_L_AIO_KIOCB_RW, 152);
+    EXPECT_EQ(NVMETRACE_L_AIO_KIOCB_RES, 153);
+    EXPECT_EQ(NVMETRACE_L_VMLINUX_LAST, 153);
+    EXPECT_LT(NVMETRACE_L_BTF_LAST, NVMETRACE_L_VMLINUX_BASE);
+    EXPECT_LE(NVMETRACE_L_VMLINUX_LAST, NVMETRACE_L_MAX);
+    EXPECT_EQ(NVMETRACE_L_MAX, 159);
     // the nvme-tcp group grows at its end, below the next group's base
     EXPECT_EQ(NVMETRACE_L_TCP_REQ_OFFSET + 1, NVMETRACE_L_TCP_REQ_QUEUE);
     EXPECT_EQ(NVMETRACE_L_TCP_REQ_QUEUE + 1, NVMETRACE_L_TCP_NVME_REQ_GENCTR);

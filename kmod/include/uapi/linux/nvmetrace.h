@@ -22,7 +22,7 @@
 
 #include <linux/types.h>
 
-#define NVMETRACE_ABI_VERSION		3
+#define NVMETRACE_ABI_VERSION		4
 #define NVMETRACE_DEVICE_NAME		"nvmetrace"	/* /dev/nvmetrace */
 #define NVMETRACE_GENL_NAME		"nvmetrace"
 #define NVMETRACE_GENL_VERSION		1
@@ -328,10 +328,11 @@ enum nvmetrace_genl_attr {
 
 /*
  * Offsets of the private fields the hooks read, in bytes, as user space found
- * them in the running kernel's BTF (/sys/kernel/btf/<module>).  Each is a u32
- * inside NVMETRACE_A_LAYOUT, in groups: the nvmet group (REQ_CMD ..
- * CTRL_CNTLID) is needed by the target role, the nvme-tcp group by the
- * nvme-tcp hooks; a group is taken whole or not at all.
+ * them in the running kernel's BTF (/sys/kernel/btf/<module>, or vmlinux).
+ * Each is a u32 inside NVMETRACE_A_LAYOUT, in groups: the nvmet group
+ * (REQ_CMD .. CTRL_CNTLID) is needed by the target role, the nvme-tcp group
+ * by the nvme-tcp hooks, the vmlinux group by the aio iocb identity; a group
+ * is taken whole or not at all.
  */
 enum nvmetrace_layout_attr {
 	NVMETRACE_L_UNSPEC,
@@ -433,6 +434,18 @@ enum nvmetrace_layout_attr {
 	NVMETRACE_L_BTF_NVME_RDMA,	/* nvme_rdma (NVMETRACE_L_RDMA_*) */
 	NVMETRACE_L_BTF_NVMET_RDMA,	/* nvmet_rdma (NVMETRACE_L_RDMAT_*) */
 	NVMETRACE_L_BTF_LAST		= NVMETRACE_L_BTF_NVMET_RDMA,
+
+	/*
+	 * The kernel's own (/sys/kernel/btf/vmlinux): fs/aio.c's private
+	 * struct aio_kiocb, whose kiocb a block device's read/write gets
+	 * during io_submit() and whose io_event names the user's iocb: both,
+	 * or neither.  Without them FILE_SUBMIT is recorded without the iocb,
+	 * so no AIO_REAP.  No identity: vmlinux is never loaded again.
+	 */
+	NVMETRACE_L_VMLINUX_BASE	= 152,
+	NVMETRACE_L_AIO_KIOCB_RW	= NVMETRACE_L_VMLINUX_BASE, /* struct aio_kiocb.rw (struct kiocb) */
+	NVMETRACE_L_AIO_KIOCB_RES,	/* struct aio_kiocb.ki_res (struct io_event) */
+	NVMETRACE_L_VMLINUX_LAST	= NVMETRACE_L_AIO_KIOCB_RES,
 
 	__NVMETRACE_L_MAX		= 160,
 };
