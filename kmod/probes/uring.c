@@ -63,8 +63,16 @@ static_assert(offsetof(struct kiocb, ki_filp) == 0);
 
 /* ------------------------------------------------------- submission */
 
+/*
+ * A task's io_uring_enter() entry and the request it took last, by a hash of
+ * the task.  Two tasks whose entries collide overwrite each other: a writer
+ * clears the owner, writes the fields, then sets itself as the owner
+ * (uring_task_own()); the task itself reads them only when it sees itself as
+ * the owner before and after (uring_task_req(), uring_task_enter()), so it
+ * gets its own fields or none, never a mix with another task's.
+ */
 struct uring_task {
-	const struct task_struct *task;
+	const struct task_struct *task;	/* owner; NULL while the fields change */
 	u64 enter_ts;		/* io_uring_enter() entry */
 	const void *req;	/* the request taken last */
 	u64 start;		/* when the kernel took it */
@@ -77,6 +85,46 @@ static struct uring_task uring_tasks[1 << URING_TASK_BITS];
 static __always_inline struct uring_task *uring_task(void)
 {
 	return &uring_tasks[hash_ptr(current, URING_TASK_BITS)];
+}
+
+/* t's fields become current's */
+static __always_inline void uring_task_own(struct uring_task *t, u64 enter_ts,
+					   const void *req, u64 start, bool sqpoll)
+{
+	WRITE_ONCE(t->task, NULL);
+	smp_wmb();	/* the owner cleared before the fields change */
+	WRITE_ONCE(t->enter_ts, enter_ts);
+	WRITE_ONCE(t->req, req);
+	WRITE_ONCE(t->start, start);
+	WRITE_ONCE(t->sqpoll, sqpoll);
+	smp_wmb();	/* the fields written before the owner is back */
+	WRITE_ONCE(t->task, current);
+}
+
+/* the entry time current's entry holds, 0: none (another task's, or changing) */
+static __always_inline u64 uring_task_enter(const struct uring_task *t)
+{
+	u64 ts;
+
+	if (READ_ONCE(t->task) != current)
+		return 0;
+	smp_rmb();	/* the owner, then the field */
+	ts = READ_ONCE(t->enter_ts);
+	smp_rmb();	/* the field, then the owner again */
+	return READ_ONCE(t->task) == current ? ts : 0;
+}
+
+/* whether current's entry holds req as its last request, with its start and path */
+static __always_inline bool uring_task_req(const struct uring_task *t, const void *req,
+					   u64 *start, bool *sqpoll)
+{
+	if (READ_ONCE(t->task) != current || READ_ONCE(t->req) != req)
+		return false;
+	smp_rmb();	/* the owner, then the fields */
+	*start = READ_ONCE(t->start);
+	*sqpoll = READ_ONCE(t->sqpoll);
+	smp_rmb();	/* the fields, then the owner again */
+	return READ_ONCE(t->task) == current;
 }
 
 struct uring_wq {
@@ -97,29 +145,31 @@ static __always_inline bool in_uring_enter(void)
 static void probe_submit_req(void *data, struct io_kiocb *req)
 {
 	struct uring_task *t = uring_task();
+	bool sqpoll = current->flags & PF_IO_WORKER;
+	u64 enter = 0;
 
 	if (unlikely(!READ_ONCE(nvmetrace_emitting)))
 		return;
-	t->sqpoll = current->flags & PF_IO_WORKER;
-	if (t->task != current || t->sqpoll || !in_uring_enter())
-		t->enter_ts = 0;
-	t->task = current;
-	t->req = req;
+	if (!sqpoll && in_uring_enter())
+		enter = uring_task_enter(t);
 	/* every SQE of one io_uring_enter() call shares its entry time: no clock read */
-	t->start = t->enter_ts ?: ktime_get_ns();
+	uring_task_own(t, enter, req, enter ?: ktime_get_ns(), sqpoll);
 }
 
 static void probe_queue_async(void *data, struct io_kiocb *req, int rw)
 {
 	struct uring_wq *w = &uring_wq[hash_ptr(req, URING_WQ_BITS)];
 	struct uring_task *t = uring_task();
-	u64 now;
+	u64 now, start;
+	bool sqpoll;
 
 	if (unlikely(!READ_ONCE(nvmetrace_emitting)))
 		return;
 	now = ktime_get_ns();
+	if (!uring_task_req(t, req, &start, &sqpoll))
+		start = now;
 	WRITE_ONCE(w->req, NULL);
-	w->start = (t->task == current && t->req == req) ? t->start : now;
+	w->start = start;
 	w->queued = now;
 	smp_store_release(&w->req, req);	/* the times, then req */
 }
@@ -131,11 +181,12 @@ bool nvmetrace_uring_origin(const struct kiocb *iocb, u64 *since, u16 *path,
 	struct uring_task *t = uring_task();
 	struct uring_wq *w;
 	u64 now, start, queued;
+	bool sqpoll;
 
 	*wq_queued = 0;
-	if (t->task == current && t->req == req) {
-		*since = ktime_get_ns() - t->start;
-		*path = t->sqpoll ? NVMETRACE_URING_SQPOLL : 0;
+	if (uring_task_req(t, req, &start, &sqpoll)) {
+		*since = ktime_get_ns() - start;
+		*path = sqpoll ? NVMETRACE_URING_SQPOLL : 0;
 		return true;
 	}
 	if (!(current->flags & PF_IO_WORKER))
@@ -272,9 +323,7 @@ static int krp_enter_entry(struct kretprobe_instance *ri, struct pt_regs *regs)
 		return 1;
 	/* io_uring_enter(fd, to_submit, min_complete, flags, argp, argsz) */
 	e->ts = ktime_get_ns();
-	t->task = current;
-	t->enter_ts = e->ts;
-	t->req = NULL;
+	uring_task_own(t, e->ts, NULL, 0, false);
 	/* the fourth system call argument is in r10 (rcx is the return address) */
 	e->getevents = uregs->r10 & IORING_ENTER_GETEVENTS;
 	/* the CQEs it waits for are mostly posted while it waits */
