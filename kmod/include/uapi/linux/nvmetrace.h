@@ -212,8 +212,9 @@ enum nvmetrace_event {
 /*
  * aux of NVMETRACE_EV_FILE_SUBMIT and _AIO_REAP: the thread id (kernel pid)
  * in the low 32 bits; above them FILE_SUBMIT holds the nanoseconds since the
- * io_submit() entry (0: not known, e.g. the task migrated; saturated at
- * 2^32 - 1), AIO_REAP the number of events that io_getevents() returned.
+ * io_submit() entry (0: not known, e.g. another task's entry took its
+ * slot; saturated at 2^32 - 1), AIO_REAP the number of events that
+ * io_getevents() returned.
  */
 #define NVMETRACE_UAUX_PID(aux)		((__u32)(aux))
 #define NVMETRACE_UAUX_HI(aux)		((__u32)((aux) >> 32))
