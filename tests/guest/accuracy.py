@@ -48,7 +48,7 @@ Asserts, and prints one line of figures:
     submission (io_submit entry to block_bio_queue) and completion to user space
     (block_rq_complete to io_getevents' return: aio completion, wake-up, reap).
 """
-import collections, json, statistics, sys
+import collections, json, os, statistics, sys
 
 # tests/guest/edges.py, beside this script
 from edges import STALL_NS, fio_job, fio_lat_log, host_spans, outside_span, split_stalled
@@ -58,7 +58,14 @@ HOST_EVENTS = ["io_submit (entry)", "blkdev_read_iter/blkdev_write_iter", "block
                "nvme_setup_cmd", "block_rq_issue", "nvme_complete_rq", "block_rq_complete",
                "aio_complete_rw", "io_getevents (return)"]
 GOAL = 0.02             # (e2e + fio's own + edges) / lat within 1 +- GOAL
-STEADY = (0.5, 2.0)     # a QD1 cell's machine speed over the calibration's that scaling may bridge
+# A QD1 cell's machine speed over the calibration's that scaling may bridge: NEAR before
+# the last try (a cell further off is taken again after measuring anew, so that a model
+# stretched far from where it was measured rarely decides), STEADY on the last
+# (ACCURACY_LAST_TRY=1). Once, at 1.46, the scaled ratio was 1.021 and the unscaled 1.002.
+NEAR = (0.75, 1.33)
+STEADY = (0.5, 2.0)
+if os.environ.get("ACCURACY_LAST_TRY") != "1":
+    STEADY = NEAR
 UNSTEADY = 3            # exit code: measure fio's own time and the edges again, retake the cell
 TARGET_EVENTS = ["nvmet_req_init", "nvmet_bdev_execute_rw", "nvmet_bio_done", "nvmet_req_complete"]
 

@@ -12,8 +12,8 @@
 # (in a QD1 recording of its own: fio's time outside the span per I/O, less aio_edges' edges
 # in the same recording). Both are CPU work measured at the machine speed of then: at QD1
 # they are scaled by the cell's speed against it (fio's median lat of hooked I/Os), and a cell
-# more than twofold off has them measured again and is taken again, up to 3 times; one that
-# never comes within reach fails. See tests/guest/accuracy.py.
+# more than a third off (twofold on the last of 3 tries) has them measured again and is
+# taken again, up to 3 times; one that never comes within reach fails. See tests/guest/accuracy.py.
 # lane-timeout: 1500
 # lane-alone: it compares with figures measured seconds before; tests/run runs it with no lane beside
 . "$NVMETRACE_SRC/tests/guest/lib.sh"
@@ -118,8 +118,9 @@ cell() {
 	# the rings once it has stopped: nothing to wait for
 	rec_stop "$d" "$label"
 	"$NT" report --json "$d/rec.ntr" >"$d/report.json" || fail "$label: report failed"
-	python3 "$NVMETRACE_SRC/tests/guest/accuracy.py" "$label" "$d/fio.json" \
-		"$d/report.json" "$d/commands.jsonl" "$s" "$SEED" "$lbs" \
+	# the last try may bridge a larger change of the machine's speed (accuracy.py: STEADY)
+	ACCURACY_LAST_TRY=$((try >= TRIES)) python3 "$NVMETRACE_SRC/tests/guest/accuracy.py" \
+		"$label" "$d/fio.json" "$d/report.json" "$d/commands.jsonl" "$s" "$SEED" "$lbs" \
 		"$d/fio_lat.1.log" "$own" "$RESULTS/edges-$rw-$bs-1of$s/edges.json" >"$d/accuracy.out"
 	rc=$?
 	cat "$d/accuracy.out"
