@@ -64,22 +64,15 @@
  */
 
 /*
- * The io_submit() entry of a task.  By task, not by CPU: the task may
- * migrate between io_submit()'s entry and its file submissions.  Two tasks
- * whose slots collide overwrite each other: the writer clears the owner
- * around entry_ts, and the reader (the task itself) takes entry_ts only if
- * it sees itself as the owner before and after reading it, so it gets its
- * own entry time or none, never another task's.
+ * The io_submit() entry of a task, an owned timestamp (probe.h).  By task,
+ * not by CPU: the task may migrate between io_submit()'s entry and its file
+ * submissions.  Two tasks whose slots collide overwrite each other; each
+ * reads its own entry time or none, never another task's.
  */
-struct nvmetrace_submit {
-	const struct task_struct *task;	/* owner; NULL while entry_ts changes */
-	u64 entry_ts;
-} ____cacheline_aligned_in_smp;
-
 #define NVMETRACE_SUBMIT_BITS	6
-static struct nvmetrace_submit submit_stash[1 << NVMETRACE_SUBMIT_BITS];
+static struct nvmetrace_owned_ts submit_stash[1 << NVMETRACE_SUBMIT_BITS];
 
-static __always_inline struct nvmetrace_submit *task_stash(void)
+static __always_inline struct nvmetrace_owned_ts *task_stash(void)
 {
 	return &submit_stash[hash_ptr(current, NVMETRACE_SUBMIT_BITS)];
 }
@@ -119,15 +112,9 @@ static __always_inline u64 uaux(u32 pid, u64 hi)
 /* kprobe at __x64_sys_io_submit(const struct pt_regs *regs) */
 static int kp_submit(struct kprobe *kp, struct pt_regs *regs)
 {
-	struct nvmetrace_submit *st = task_stash();
-
 	if (unlikely(!READ_ONCE(nvmetrace_emitting)))
 		return 0;
-	WRITE_ONCE(st->task, NULL);
-	smp_wmb();	/* owner cleared before entry_ts changes (submit_since()) */
-	WRITE_ONCE(st->entry_ts, ktime_get_ns());
-	smp_wmb();	/* entry_ts written before the owner is back */
-	WRITE_ONCE(st->task, current);
+	nvmetrace_owned_ts_set(task_stash(), current, ktime_get_ns());
 	return 0;
 }
 
@@ -138,17 +125,9 @@ static int kp_submit(struct kprobe *kp, struct pt_regs *regs)
  */
 static __always_inline u64 submit_since(void)
 {
-	const struct nvmetrace_submit *st = task_stash();
-	u64 entry;
+	u64 entry = nvmetrace_owned_ts_get(task_stash(), current);
 
-	if (READ_ONCE(st->task) != current)
-		return 0;
-	smp_rmb();	/* the owner, then entry_ts (kp_submit()) */
-	entry = READ_ONCE(st->entry_ts);
-	smp_rmb();	/* entry_ts, then the owner again */
-	if (READ_ONCE(st->task) != current)
-		return 0;
-	return ktime_get_ns() - entry;
+	return entry ? ktime_get_ns() - entry : 0;
 }
 
 /* Whether fn is aio_complete_rw; kallsyms once per recording, then a compare. */

@@ -39,25 +39,17 @@
 #define TCPT_OFF(name) NVMETRACE_TCPT_OFF(&nvmetrace_cfg.layout, name)
 
 /*
- * The last data arrival per queue socket.  A queue hashes to one entry;
- * two queues on one entry overwrite each other, and a reader that finds
- * another queue there records no arrival.  The writer clears the owner
- * around the timestamp, so a reader that sees the same owner before and
- * after reading it has a timestamp of that queue.  O(1), no lock.
- *
- * Written at every data arrival, sampled or not: each entry has a cache
- * line of its own (4 KiB in all), so queues served on other CPUs write
- * lines of their own; only queues that collide share one.
+ * The last data arrival per queue socket, an owned timestamp (probe.h).  A
+ * queue hashes to one entry; two queues on one entry overwrite each other,
+ * and a reader that finds another queue there records no arrival.  Written
+ * at every data arrival, sampled or not: a cache line per entry (4 KiB in
+ * all), so queues served on other CPUs write lines of their own; only queues
+ * that collide share one.
  */
 #define NVMETRACE_TCPT_ARRIVAL_BITS	6
-struct nvmetrace_tcpt_arrival {
-	const void *queue;
-	u64 ts;
-} ____cacheline_aligned_in_smp;
+static struct nvmetrace_owned_ts tcpt_arrivals[1 << NVMETRACE_TCPT_ARRIVAL_BITS];
 
-static struct nvmetrace_tcpt_arrival tcpt_arrivals[1 << NVMETRACE_TCPT_ARRIVAL_BITS];
-
-static __always_inline struct nvmetrace_tcpt_arrival *tcpt_arrival(const void *queue)
+static __always_inline struct nvmetrace_owned_ts *tcpt_arrival(const void *queue)
 {
 	return &tcpt_arrivals[hash_ptr((void *)queue, NVMETRACE_TCPT_ARRIVAL_BITS)];
 }
@@ -67,31 +59,16 @@ static int kp_tcpt_data_ready(struct kprobe *kp, struct pt_regs *regs)
 {
 	const struct sock *sk = (const struct sock *)regs_get_kernel_argument(regs, 0);
 	const void *queue = READ_ONCE(sk->sk_user_data);
-	struct nvmetrace_tcpt_arrival *a;
 
-	if (!queue)
-		return 0;
-	a = tcpt_arrival(queue);
-	WRITE_ONCE(a->queue, NULL);
-	smp_wmb();	/* owner cleared before ts changes (tcpt_arrived()) */
-	WRITE_ONCE(a->ts, ktime_get_ns());
-	smp_wmb();	/* ts written before the owner is back */
-	WRITE_ONCE(a->queue, queue);
+	if (queue)
+		nvmetrace_owned_ts_set(tcpt_arrival(queue), queue, ktime_get_ns());
 	return 0;
 }
 
 /* When data last arrived on queue's socket, 0: not known. */
 static __always_inline u64 tcpt_arrived(const void *queue)
 {
-	const struct nvmetrace_tcpt_arrival *a = tcpt_arrival(queue);
-	u64 ts;
-
-	if (READ_ONCE(a->queue) != queue)
-		return 0;
-	smp_rmb();	/* the owner, then ts (kp_tcpt_data_ready()) */
-	ts = READ_ONCE(a->ts);
-	smp_rmb();	/* ts, then the owner again */
-	return READ_ONCE(a->queue) == queue ? ts : 0;
+	return nvmetrace_owned_ts_get(tcpt_arrival(queue), queue);
 }
 
 /* req's NVMe command if it is a sampled read or write, else NULL: first test */

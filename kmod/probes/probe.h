@@ -137,6 +137,43 @@ static __always_inline bool host_dev_wanted(u32 dev)
 	return false;
 }
 
+/* ------------------------------------------------------ owned timestamps */
+/*
+ * A time kept for an owner (a task, a queue) in a table slot that another
+ * owner may take, O(1) and without a lock.  The writer clears the owner
+ * around the time; a reader takes it only when it sees its owner before and
+ * after, so it gets its own owner's time or none, never another's.  A cache
+ * line each, so owners on other CPUs write lines of their own.
+ */
+struct nvmetrace_owned_ts {
+	const void *owner;	/* NULL while ts changes */
+	u64 ts;
+} ____cacheline_aligned_in_smp;
+
+static __always_inline void nvmetrace_owned_ts_set(struct nvmetrace_owned_ts *e,
+						   const void *owner, u64 ts)
+{
+	WRITE_ONCE(e->owner, NULL);
+	smp_wmb();	/* the owner cleared before ts changes */
+	WRITE_ONCE(e->ts, ts);
+	smp_wmb();	/* ts written before the owner is back */
+	WRITE_ONCE(e->owner, owner);
+}
+
+/* owner's time in e, 0: none (another owner's, or changing) */
+static __always_inline u64 nvmetrace_owned_ts_get(const struct nvmetrace_owned_ts *e,
+						  const void *owner)
+{
+	u64 ts;
+
+	if (READ_ONCE(e->owner) != owner)
+		return 0;
+	smp_rmb();	/* the owner, then ts */
+	ts = READ_ONCE(e->ts);
+	smp_rmb();	/* ts, then the owner again */
+	return READ_ONCE(e->owner) == owner ? ts : 0;
+}
+
 /* ---------------------------------------------------------------- emit */
 
 static __always_inline void emit(u16 event, u64 lba, u32 dev, u32 len,

@@ -69,7 +69,8 @@ static_assert(offsetof(struct kiocb, ki_filp) == 0);
  * clears the owner, writes the fields, then sets itself as the owner
  * (uring_task_own()); the task itself reads them only when it sees itself as
  * the owner before and after (uring_task_req(), uring_task_enter()), so it
- * gets its own fields or none, never a mix with another task's.
+ * gets its own fields or none, never a mix with another task's: the protocol
+ * of probe.h's owned timestamps, over four fields.
  */
 struct uring_task {
 	const struct task_struct *task;	/* owner; NULL while the fields change */
