@@ -4,9 +4,8 @@
 # guest kernel $KREL). Environment set by the lane: NVMETRACE_SRC, NVMETRACE_KO,
 # NVMETRACE_BIN, NVMETRACE_TESTMOD_DIR, RESULTS, KREL, LANE_KERNEL.
 #
-#   skip REASON...            exit 77 (SKIP) with a reason
-#   fail REASON...            exit 1 (FAIL) with a reason
-#   log MSG...                timestamped message on stdout
+#   skip, fail, log, fio_json, fio_ios, fio_errors, fio_check, need_results: see
+#                             tests/guest/lib-check.sh (what a host-side NN-name.check uses)
 #   need_module MOD...        modprobe each module, skip if it does not exist in this kernel
 #   need_ko                   skip unless NVMETRACE_KO points at a built nvmetrace.ko
 #   need_bin                  skip unless NVMETRACE_BIN points at the built user tool
@@ -27,9 +26,6 @@
 #   recorder_wait OUT [WHAT [SECS]]  wait until `nvmetrace record >OUT` records, or fail
 #   run_fio NAME FIO-ARGS...  run fio with JSON output into $RESULTS/NAME.json (+ NAME.log)
 #   run_fio_bg NAME ARGS...   same, in the background (pid in FIO_PID); fio_stop ends it
-#   fio_ios NAME              total completed I/Os (read+write+trim) in $RESULTS/NAME.json
-#   fio_errors NAME           sum of per-job error codes / error counts in NAME.json
-#   fio_check NAME            fail unless NAME.json shows >0 I/Os and 0 errors
 set -euo pipefail
 
 : "${RESULTS:?RESULTS not set: scenarios run inside the lane (tools/lane run)}"
@@ -44,9 +40,8 @@ RDMA_ADDR=${RDMA_ADDR:-10.99.0.1}
 RDMA_NETDEV=ntrdma0
 RDMA_LINK=ntrxe0
 
-log()  { printf '[%8s] %s\n' "$(cut -d' ' -f1 /proc/uptime)" "$*"; }
-skip() { echo "SKIP: $*"; exit 77; }
-fail() { echo "FAIL: $*" >&2; exit 1; }
+# skip, fail, log and the fio_* readers (also what a host-side check uses)
+. "$NVMETRACE_SRC/tests/guest/lib-check.sh"
 
 need_module() {
 	local m
@@ -258,22 +253,4 @@ run_fio_bg() {
 fio_stop() { # fio exits 1 after a signal even when all went well: only its JSON counts
 	kill -TERM "$FIO_PID" 2>/dev/null || true
 	wait "$FIO_PID" || true
-}
-# the JSON document of NAME.json (fio may put lines such as "fio: terminating on signal 15"
-# in front of it)
-fio_json() { sed -n '/^{/,$p' "$RESULTS/$1.json"; }
-fio_ios() {
-	fio_json "$1" | jq '[.jobs[] | (.read.total_ios + .write.total_ios + .trim.total_ios)] | add // 0'
-}
-fio_errors() {
-	fio_json "$1" | jq '[.jobs[] | (.error + (.total_err // 0))] | add // 0'
-}
-fio_check() {
-	local name=$1 ios errs
-	[ -s "$RESULTS/$name.json" ] || fail "fio $name wrote no JSON ($(tail -n 5 "$RESULTS/$name.log" 2>/dev/null))"
-	ios=$(fio_ios "$name") || fail "cannot parse $RESULTS/$name.json"
-	errs=$(fio_errors "$name")
-	log "fio $name: $ios I/Os, $errs errors, $(fio_json "$name" | jq -r '[.jobs[].read.iops] | add | floor') read IOPS"
-	[ "$ios" -gt 0 ] || fail "fio $name completed no I/O"
-	[ "$errs" -eq 0 ] || fail "fio $name reported errors ($errs)"
 }
