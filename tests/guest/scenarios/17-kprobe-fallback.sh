@@ -51,34 +51,8 @@ for f in $FNS do_io_getevents; do
 	[ -z "$(kprobed $f)" ] || fail "$f still has a kprobe after the recording: $(kprobed $f)"
 done
 
-"$NT" report --commands "$RESULTS/rec.ntr" >"$RESULTS/commands.jsonl" || fail "report --commands failed"
-python3 - "$RESULTS/commands.jsonl" <<'EOF' || fail "commands are missing events"
-import json, sys
-host = ["io_submit (entry)", "blkdev_read_iter/blkdev_write_iter", "block_bio_queue", "nvme_setup_cmd",
-        "nvme_tcp_try_send (command PDU)", "nvme_complete_rq", "block_rq_complete",
-        "aio_complete_rw", "io_getevents (return)"]
-target = ["nvmet_tcp_data_ready (command arrival)", "nvmet_req_init", "nvmet_bdev_execute_rw",
-          "nvmet_bio_done", "nvmet_req_complete"]
-n = {"host": 0, "target": 0}
-whole = {"host": 0, "target": 0}
-r2t = 0
-for line in open(sys.argv[1]):
-    c = json.loads(line)
-    side = c["side"]
-    n[side] += 1
-    ev = c["events"]
-    names = host if side == "host" else target
-    if all(e in ev for e in names) and all(ev[a] <= ev[b] for a, b in zip(names, names[1:])):
-        whole[side] += 1
-    if side == "target" and any("R2T" in e for e in ev):
-        r2t += 1
-print("commands: host %d (%d with every event in order), target %d (%d), %d with an R2T"
-      % (n["host"], whole["host"], n["target"], whole["target"], r2t))
-# every hook fired through its kprobe: most commands are whole (a few at the recording's
-# edges are not), and writes of 64k went through R2T
-ok = all(n[s] >= 100 and whole[s] >= 0.9 * n[s] for s in n) and r2t > 0
-sys.exit(0 if ok else 1)
-EOF
+# every hook fired through its kprobe: 17-kprobe-fallback.check reports the recording on
+# the lane's machine
 
 # unload while I/O runs (the recorder is gone: the module is idle, its kprobes unregistered)
 run_fio_bg bg --filename="/dev/$dev" --ioengine=libaio --direct=1 --rw=randread --bs=4k \

@@ -91,54 +91,9 @@ wait $REC || { cat "$RESULTS/record.out"; fail "record failed"; }
 cat "$RESULTS/record.out"
 "$NVMETRACE_BIN" status | tee "$RESULTS/status.txt" || fail "status failed"
 
-# overflow: counted by the module, carried in the file, said by the report
-"$NVMETRACE_BIN" report "$RESULTS/rec.ntr" >"$RESULTS/report.txt" 2>"$RESULTS/report.err" ||
-	fail "report failed: $(cat "$RESULTS/report.err")"
-cat "$RESULTS/report.txt" "$RESULTS/report.err"
-grep -qE '^lost: [1-9][0-9]* records' "$RESULTS/report.txt" ||
-	fail "the 64-record rings did not overflow, or the loss was not reported"
-grep -q 'commands sampled' "$RESULTS/report.txt" || fail "the report shows no commands"
-grep -qi 'cut off\|corrupt' "$RESULTS/report.err" && fail "the recording is not whole: $(cat "$RESULTS/report.err")"
-"$NVMETRACE_BIN" report --json "$RESULTS/rec.ntr" >"$RESULTS/report.json" || fail "report --json failed"
-lost=$(jq "[.[0].records.lost_host, .[0].records.lost_target] | add" "$RESULTS/report.json")
-n=$(jq '[.[0].groups[] | .n] | add // 0' "$RESULTS/report.json")
-log "lost $lost records; $n commands in the report"
-[ "$lost" -gt 0 ] || fail "report --json has no lost records"
-[ "$n" -gt 0 ] || fail "report --json has no commands"
-
-# located: the gap markers (one per drop run) add up to the rings' count, the trailer's
-# and the module's (the only recording since insmod), and report says the same
-"$NVMETRACE_BIN" script --json -e gap "$RESULTS/rec.ntr" >"$RESULTS/gaps.json" ||
-	fail "script -e gap failed"
-runs=$(jq -s 'length' "$RESULTS/gaps.json")
-marked=$(jq -s 'map(.gap.records) | add // 0' "$RESULTS/gaps.json")
-status_lost=$(awk '$1 == "lost" { print $2 }' "$RESULTS/status.txt")
-log "$runs gap markers for $marked records; trailer $lost, status $status_lost"
-# the first three as text (written whole first: head closing the pipe early is no failure)
-"$NVMETRACE_BIN" script -e gap "$RESULTS/rec.ntr" >"$RESULTS/gaps.txt" || fail "script -e gap failed"
-grep -m 3 ' gap cpu ' "$RESULTS/gaps.txt" || fail "script prints no 'gap cpu' line"
-[ "$runs" -gt 0 ] || fail "the rings overflowed but the file has no gap marker"
-[ "$marked" -eq "$lost" ] || fail "gap markers say $marked records dropped, the trailer $lost"
-[ "$status_lost" = "$lost" ] || fail "status says $status_lost lost, the trailer $lost"
-grep -qE "^lost: $marked records in $runs overflows \(cpu [0-9]+: [0-9]+ runs? between .*\); [0-9]+ commands that overlapped them were left out\$" \
-	"$RESULTS/report.txt" || fail "report's lost line does not say $marked records in $runs overflows"
-[ "$(jq '.[0].lost.records' "$RESULTS/report.json")" -eq "$marked" ] ||
-	fail "report --json: lost.records is not $marked"
-[ "$(jq '.[0].lost.overflows' "$RESULTS/report.json")" -eq "$runs" ] ||
-	fail "report --json: lost.overflows is not $runs"
-[ "$(jq '[.[0].lost.cpus[].records] | add' "$RESULTS/report.json")" -eq "$marked" ] ||
-	fail "report --json: the per-CPU records do not add up to $marked"
-# the same times as the markers, on the recording's clock
-first_script=$(jq -s 'map(.gap.first_s) | min' "$RESULTS/gaps.json")
-first_report=$(jq '[.[0].lost.cpus[].first_s] | min' "$RESULTS/report.json")
-[ "$first_script" = "$first_report" ] ||
-	fail "the first drop: script says $first_script s, report $first_report s"
-# commands of both namespaces (before and after the reconnect) when they have different names
-if [ "$dev2" != "$dev" ]; then
-	for d in "$dev" "$dev2"; do
-		grep -q " $d:" "$RESULTS/report.txt" || fail "no group of $d in the report"
-	done
-fi
+# the report's side (lost records counted, located, the same in status, trailer, markers
+# and report) is 22-reset-overflow.check's, on the lane's machine
+echo "$dev $dev2" >"$RESULTS/devs"
 
 rmmod nvmetrace || fail "rmmod failed"
 nvme_disconnect_all

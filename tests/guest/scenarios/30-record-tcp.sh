@@ -5,6 +5,8 @@
 # every record of the recording once; record -- fio records for fio's lifetime and exits
 # with its status, keeps the previous nvmetrace.ntr as .old, and ends a command at -d; an
 # io_submit() batch of file reads before device reads has each device read reaped as its own.
+# The guest records; the reports of the recordings are 30-record-tcp.check's, on the lane's
+# machine.
 # lane-timeout: 240
 . "$NVMETRACE_SRC/tests/guest/lib.sh"
 need_ko
@@ -24,25 +26,7 @@ run_fio rd --filename="/dev/$dev" --ioengine=libaio --direct=1 --rw=randread --b
 kill -INT $REC
 wait $REC || { cat "$RESULTS/record.out"; fail "record failed"; }
 cat "$RESULTS/record.out"
-fio_check rd
-"$NVMETRACE_BIN" report --detail "$RESULTS/rec.ntr" || fail "report failed"
-"$NVMETRACE_BIN" report --json "$RESULTS/rec.ntr" >"$RESULTS/report.json" || fail "report --json failed"
-n=$(jq '[.[0].groups[] | select(.device | startswith("nvme")) | .n] | add' "$RESULTS/report.json")
-ios=$(fio_ios rd)
-[ "$n" = "$ios" ] || fail "report has $n host commands, fio did $ios I/Os"
 grep -q 'profiling as host+target' "$RESULTS/record.out" || fail "no start line"
-# script prints every record once, each as a JSON object with --json; -e keeps one event
-"$NVMETRACE_BIN" script "$RESULTS/rec.ntr" >"$RESULTS/script.txt" || fail "script failed"
-recs=$(jq '.[0].records | .host + .target + .unknown' "$RESULTS/report.json")
-lines=$(tail -n +3 "$RESULTS/script.txt" | wc -l)
-[ "$lines" = "$recs" ] || fail "script printed $lines records, report read $recs"
-"$NVMETRACE_BIN" script --json -e nvmet_init "$RESULTS/rec.ntr" >"$RESULTS/script-init.jsonl" ||
-	fail "script -e failed"
-[ "$(jq -c 'select(.event == "nvmet_init" and .role == "target")' "$RESULTS/script-init.jsonl" |
-	wc -l)" -ge "$ios" ] || fail "fewer nvmet_init records than I/Os"
-[ "$(wc -l <"$RESULTS/script-init.jsonl")" -ge "$ios" ] || fail "script -e printed no records"
-jq -e 'select(.event != "nvmet_init")' "$RESULTS/script-init.jsonl" >/dev/null &&
-	fail "script -e nvmet_init printed other records"
 grep -qE '^ +[0-9.]+s  read 4KiB nvme' "$RESULTS/record.out" || fail "no live line"
 
 # the exact aio iocb: io_submit() batches of two regular-file reads, then two device reads;
@@ -55,21 +39,6 @@ recorder_wait "$RESULTS/mixed.rec"
 kill -INT $REC
 wait $REC || { cat "$RESULTS/mixed.rec"; fail "record of aio_mixed failed"; }
 grep 'aio iocbs not followed' "$RESULTS/mixed.rec" && fail "no aio iocb layout"
-"$NVMETRACE_BIN" script --json -e aio_reap "$RESULTS/mixed.ntr" >"$RESULTS/mixed-reap.jsonl" ||
-	fail "script -e aio_reap failed"
-[ "$(wc -l <"$RESULTS/mixed.out")" = 100 ] || fail "aio_mixed did $(wc -l <"$RESULTS/mixed.out") device reads, not 100"
-# each LBA: one reap, by the io_getevents() call that returned 2 events (one jq for all:
-# a process costs about a second in the emulated guest)
-jq -rs --rawfile want "$RESULTS/mixed.out" '
-	(group_by(.lba) | map({key: (.[0].lba | tostring), value: map(.aux / 4294967296 | floor)})
-	 | from_entries) as $by
-	| $want | split("\n")[] | select(length > 0) | split(" ")[1]
-	| . as $l | ($by[$l] // []) as $g | select($g != [2])
-	| "lba \($l): reaps returning \($g) events, want [2]"' "$RESULTS/mixed-reap.jsonl" \
-	>"$RESULTS/mixed-bad.txt" || fail "cannot read $RESULTS/mixed-reap.jsonl"
-bad=$(wc -l <"$RESULTS/mixed-bad.txt")
-head -n 5 "$RESULTS/mixed-bad.txt"
-[ "$bad" = 0 ] || fail "$bad of 100 device reads not followed to their own reap"
 rm -f /tmp/aio-mixed.dat
 
 # SIGKILL mid-recording: the file stays readable up to its last flushed block
@@ -81,11 +50,6 @@ run_fio rd2 --filename="/dev/$dev" --ioengine=libaio --direct=1 --rw=randread --
 	--iodepth=1 --time_based --runtime=3 || fail "fio failed"
 kill -KILL $REC; wait $REC || true
 "$NVMETRACE_BIN" status
-"$NVMETRACE_BIN" report "$RESULTS/killed.ntr" >"$RESULTS/killed.report" 2>"$RESULTS/killed.err" ||
-	fail "report of a killed recording failed: $(cat "$RESULTS/killed.err")"
-cat "$RESULTS/killed.report" "$RESULTS/killed.err"
-grep -q 'cut off\|no trailer' "$RESULTS/killed.err" || fail "report did not say the recording was cut off"
-grep -q 'commands sampled' "$RESULTS/killed.report" || fail "report of the killed recording shows nothing"
 # the recording belonged to the killed recorder's netlink socket: the module stopped it
 wait_for 5 bash -c "'$NVMETRACE_BIN' status --json | jq -e '.state == \"idle\"' >/dev/null" ||
 	fail "the module still records after its recorder was killed"
@@ -101,27 +65,14 @@ cat "$RESULTS/cmd.out"
 [ "$rc" = 0 ] || fail "record -- fio exited $rc, fio 0"
 grep -qE 'recording as host\+target: this machine has [0-9]+ NVMe-oF namespaces? and [0-9]+ nvmet subsystems?' \
 	"$RESULTS/cmd.out" || fail "record without -r did not say it took host+target from the machine"
-fio_check cmd
 [ -s "$RESULTS/nvmetrace.ntr" ] || fail "record -- fio left no nvmetrace.ntr"
-"$NVMETRACE_BIN" report --json "$RESULTS/nvmetrace.ntr" >"$RESULTS/cmd-report.json" ||
-	fail "report of record -- fio failed"
-n=$(jq '[.[0].groups[] | select(.device | startswith("nvme")) | .n] | add // 0' "$RESULTS/cmd-report.json")
-ios=$(fio_ios cmd)
-# both sides in one file: the report joins them
-[ "$(jq -r '.[0].role' "$RESULTS/cmd-report.json")" = joined ] ||
-	fail "record without -r did not record both sides: $(jq -c '.[0].role' "$RESULTS/cmd-report.json")"
-[ "$n" -gt 0 ] || fail "record -- fio recorded no command"
-# the recording spans fio's whole life: every I/O of it is there
-[ "$n" = "$ios" ] || fail "record -- fio has $n commands, fio did $ios I/Os"
 # a command's failure is record's status; the first recording is kept as .old
 (cd "$RESULTS" && "$NVMETRACE_BIN" record -r host -- sh -c 'exit 3') >"$RESULTS/cmd3.out" 2>&1 &&
 	rc=0 || rc=$?
 [ "$rc" = 3 ] || { cat "$RESULTS/cmd3.out"; fail "record -- sh -c 'exit 3' exited $rc"; }
 grep -q 'nvmetrace.ntr exists: moved to nvmetrace.ntr.old' "$RESULTS/cmd3.out" ||
 	fail "record did not say it kept the earlier recording: $(cat "$RESULTS/cmd3.out")"
-[ "$("$NVMETRACE_BIN" report --json "$RESULTS/nvmetrace.ntr.old" |
-		jq '[.[0].groups[] | select(.device | startswith("nvme")) | .n] | add // 0')" = "$n" ] ||
-	fail "nvmetrace.ntr.old is not the fio recording"
+[ -s "$RESULTS/nvmetrace.ntr" ] || fail "record -- sh left no nvmetrace.ntr"
 # -d bounds the command: it gets SIGTERM, record exits 128 + 15
 start=$(date +%s)
 "$NVMETRACE_BIN" record -r host -d 1 -o "$RESULTS/bounded.ntr" -- sleep 60 >"$RESULTS/bounded.out" 2>&1 &&

@@ -3,7 +3,8 @@
 # 6.12 line the other way round), linked by a virtio-net NIC; each records on its own
 # and the host joins the two recordings (report HOST TARGET), over nvme-tcp and nvme-rdma
 # (soft-RoCE on the NIC). The target starts recording before the host and stops after it.
-# Checks (tests/guest/pair_check.py): 100 % of the host's commands matched at 1-of-1 and
+# Checks (60-pair.check, on the lane's machine over the two guests' recordings, with
+# tests/guest/pair_check.py): 100 % of the host's commands matched at 1-of-1 and
 # 1-of-100 (whose reads are half at LBAs the predicate picks, half not), the computed
 # network >= 0 for every one, the joined end to end equal to the
 # host's own; and `compare` of an idle drive (A) against the same drive under a competing
@@ -70,16 +71,7 @@ host_phase() { # NAME SAMPLE IODEPTH DEV
 	wait $rec || { cat "$RESULTS/$ph-record.out"; fail "$ph: host record failed"; }
 	pair_signal "done-$ph"
 	pair_wait "stopped-$ph" 60
-	fio_check "$ph"
-	"$NT" report --detail "$PAIR/$ph-host.ntr" "$PAIR/$ph-target.ntr" | tee "$RESULTS/$ph-report.txt" ||
-		fail "$ph: report failed"
-	"$NT" report --json "$PAIR/$ph-host.ntr" "$PAIR/$ph-target.ntr" >"$RESULTS/$ph-report.json" ||
-		fail "$ph: report --json failed"
-	"$NT" report --commands "$PAIR/$ph-host.ntr" >"$RESULTS/$ph-host-commands.jsonl" ||
-		fail "$ph: report --commands failed"
-	python3 "$NVMETRACE_SRC/tests/guest/pair_check.py" join "$ph" "$RESULTS/$ph-report.json" \
-		"$RESULTS/$ph-host-commands.jsonl" || fail "$ph: join check failed"
-	grep -q "matched (100 % of the host's)" "$RESULTS/$ph-report.txt" || fail "$ph: no matched line"
+	echo "$ph" >>"$RESULTS/phases"
 }
 
 if [ "$PAIR_ROLE" = target ]; then
@@ -122,12 +114,5 @@ else
 	nvme_disconnect_all
 	pair_signal finished
 	rmmod nvmetrace || fail "rmmod failed"
-	"$NT" compare --json --a "$PAIR/tcp-s1-host.ntr" "$PAIR/tcp-s1-target.ntr" \
-		--b "$PAIR/tcp-busy-host.ntr" "$PAIR/tcp-busy-target.ntr" >"$RESULTS/compare.json" ||
-		fail "compare failed"
-	"$NT" compare --a "$PAIR/tcp-s1-host.ntr" "$PAIR/tcp-s1-target.ntr" \
-		--b "$PAIR/tcp-busy-host.ntr" "$PAIR/tcp-busy-target.ntr" | tee "$RESULTS/compare.txt"
-	python3 "$NVMETRACE_SRC/tests/guest/pair_check.py" compare "$RESULTS/compare.json" ||
-		fail "compare check failed"
 	rdma link delete rxe0 2>/dev/null || true
 fi
