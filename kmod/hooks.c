@@ -633,6 +633,9 @@ int nvmetrace_hooks_start(const struct nvmetrace_config *c,
 	}
 	/* the ftrace ones through one registration of the shared ops */
 	fn_attach(fn_hooks, n);
+	for (i = 0; i < ARRAY_SIZE(hook_groups); i++)
+		if (hook_groups[i]->attached)
+			hook_groups[i]->attached();
 	mutex_unlock(&hooks_lock);
 
 	/* replays COMING for loaded modules: attaches nvme_core/nvmet hooks */

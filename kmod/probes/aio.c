@@ -59,8 +59,7 @@
  *  - every io_submit() entry: the task's stash entry;
  *  - an unsampled command: nothing;
  *  - a sampled aio command: its iocb table entry and uiocbs_live, once at
- *    FILE_SUBMIT and once at its reap (and, the first time in a recording,
- *    aio_complete_fn; other_fn only for a ki_complete that is not aio's).
+ *    FILE_SUBMIT and once at its reap.
  */
 
 /*
@@ -94,12 +93,11 @@ static struct nvmetrace_uiocbs_live {
 
 /*
  * The address of aio_complete_rw (static in fs/aio.c), the ki_complete of
- * every aio read and write, learnt from the first sampled command whose
- * ki_complete names it; 0: not yet in this recording.  other_fn: the last
- * ki_complete found to be something else, not looked up again.
+ * every aio read and write, found at START from its hook's address
+ * (aio_hooks_attached()); 0: not known in this recording (its hook did not
+ * attach), and no aio kiocb is read.
  */
 static unsigned long aio_complete_fn __read_mostly;
-static unsigned long other_fn __read_mostly;
 
 /* events per io_getevents() return looked at, at most */
 #define NVMETRACE_REAP_EVENTS_MAX	64
@@ -130,41 +128,20 @@ static __always_inline u64 submit_since(void)
 	return entry ? ktime_get_ns() - entry : 0;
 }
 
-/* Whether fn is aio_complete_rw; kallsyms once per recording, then a compare. */
-static noinline bool is_aio_complete_slow(unsigned long fn)
-{
-	char name[KSYM_SYMBOL_LEN];
-
-	sprint_symbol_no_offset(name, fn);
-	if (strcmp(name, "aio_complete_rw")) {
-		WRITE_ONCE(other_fn, fn);
-		return false;
-	}
-	WRITE_ONCE(aio_complete_fn, fn);
-	return true;
-}
-
 /*
  * Whether iocb is the kiocb of an aio read or write (the rw member of a
  * struct aio_kiocb): fs/aio.c sets ki_complete to aio_complete_rw for those
  * (aio_prep_rw()) and for nothing else, and it is the very completion
  * AIO_COMPLETE hooks.  That, not the system call alone, makes the read of
  * the aio_kiocb around it sound: a synchronous read has no ki_complete, and
- * io_uring and the loop driver set their own.  Asked only inside
- * io_submit(), so the one symbol lookup of a recording is an aio one.
+ * io_uring and the loop driver set their own.  A compare: the address was
+ * found at START.
  */
 static __always_inline bool is_aio_kiocb(const struct kiocb *iocb)
 {
-	unsigned long fn = (unsigned long)READ_ONCE(iocb->ki_complete);
 	unsigned long known = READ_ONCE(aio_complete_fn);
 
-	if (!fn)
-		return false;
-	if (known)
-		return fn == known;
-	if (fn == READ_ONCE(other_fn))
-		return false;
-	return is_aio_complete_slow(fn);
+	return known && (unsigned long)READ_ONCE(iocb->ki_complete) == known;
 }
 
 /*
@@ -320,7 +297,6 @@ static void aio_hooks_reset(void)
 	memset(uiocbs, 0, sizeof(uiocbs));
 	atomic_set(&uiocbs_live.n, 0);
 	aio_complete_fn = 0;
-	other_fn = 0;
 }
 
 static struct nvmetrace_hook aio_hooks[] = {
@@ -337,8 +313,39 @@ static struct nvmetrace_hook aio_hooks[] = {
 	  .ret_data = sizeof(unsigned long) },
 };
 
+/*
+ * START, hooks attached (process context): aio_complete_rw's address from
+ * its hook's, which is inside it (its ftrace location, after an endbr64
+ * where the kernel has IBT, or its kprobe's).  The symbol that address
+ * falls in, and the offset into it, give the function's start: what
+ * fs/aio.c stores in ki_complete.  Without the hook, or with any doubt
+ * (not that symbol, no kallsyms), 0: no aio kiocb is read.
+ */
+static void aio_hooks_attached(void)
+{
+	char sym[KSYM_SYMBOL_LEN], *plus;
+	unsigned long ip = 0, off, size;
+	unsigned int i;
+
+	for (i = 0; i < ARRAY_SIZE(aio_hooks); i++)
+		if (aio_hooks[i].pre == kp_aio_complete)
+			ip = nvmetrace_hook_addr(&aio_hooks[i]);
+	if (!ip)
+		return;
+	sprint_symbol(sym, ip);		/* "aio_complete_rw+0x4/0x90" */
+	plus = strchr(sym, '+');
+	if (!plus)
+		return;
+	*plus++ = '\0';
+	if (strcmp(sym, "aio_complete_rw") ||
+	    sscanf(plus, "0x%lx/0x%lx", &off, &size) != 2 || off >= size)
+		return;
+	WRITE_ONCE(aio_complete_fn, ip - off);
+}
+
 struct nvmetrace_hook_group nvmetrace_aio_hooks = {
 	.rows = aio_hooks,
 	.nr = ARRAY_SIZE(aio_hooks),
 	.reset = aio_hooks_reset,
+	.attached = aio_hooks_attached,
 };

@@ -69,13 +69,30 @@ struct nvmetrace_hook {
 /*
  * One probe file's rows (rows[0..nr)).  reset, if set, clears the file's
  * per-recording state; START calls it under hooks_lock before anything
- * attaches.
+ * attaches.  attached, if set, runs under hooks_lock once START attached
+ * the built-in function hooks, before anything is emitted: process
+ * context, where a probe file learns what its handlers must not look up.
  */
 struct nvmetrace_hook_group {
 	struct nvmetrace_hook *rows;
 	unsigned int nr;
 	void (*reset)(void);
+	void (*attached)(void);
 };
+
+/*
+ * hooks_lock held: the address of the function an attached function-entry
+ * hook h is in (its ftrace location or its kprobe's address), 0 when h is
+ * not attached.
+ */
+static inline unsigned long nvmetrace_hook_addr(const struct nvmetrace_hook *h)
+{
+	if (h->state != NVMETRACE_HOOK_ATTACHED || h->kind == NVMETRACE_HOOK_TRACEPOINT)
+		return 0;
+	if (h->used == NVMETRACE_HOOK_FTRACE)
+		return h->fh.ip;
+	return h->ret ? (unsigned long)h->krp.kp.addr : (unsigned long)h->kp.addr;
+}
 
 /*
  * Whether h is attached: for a stand-in's handler, which records only what
