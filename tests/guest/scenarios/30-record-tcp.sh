@@ -41,6 +41,20 @@ wait $REC || { cat "$RESULTS/mixed.rec"; fail "record of aio_mixed failed"; }
 grep 'aio iocbs not followed' "$RESULTS/mixed.rec" && fail "no aio iocb layout"
 rm -f /tmp/aio-mixed.dat
 
+# A kernel without BTF, as the tool sees it: /sys/kernel/btf hidden under an empty tmpfs in a
+# mount namespace of record's own. The hooks that read private layouts are refused and say
+# so, aio iocbs are not followed to their reap (record says it); 30-record-tcp.check finds
+# every fio I/O a command, in groups whose span says it does not reach user space.
+unshare -m bash -c 'mount -t tmpfs nobtf /sys/kernel/btf && exec "$@"' nobtf \
+	"$NVMETRACE_BIN" record -r host -s 1 -o "$RESULTS/nobtf.ntr" -- fio --name=nobtf \
+	--output-format=json --output="$RESULTS/nobtf.json" --filename="/dev/$dev" \
+	--ioengine=libaio --direct=1 --rw=randread --bs=4k --iodepth=2 --time_based --runtime=2 \
+	>"$RESULTS/nobtf.out" 2>&1 || { cat "$RESULTS/nobtf.out"; fail "record without BTF failed"; }
+cat "$RESULTS/nobtf.out"
+[ -e /sys/kernel/btf/vmlinux ] || fail "the kernel's BTF is gone outside record's namespace"
+grep -q 'aio iocbs not followed to their reap' "$RESULTS/nobtf.out" ||
+	fail "record without BTF did not say that aio iocbs are not followed"
+
 # SIGKILL mid-recording: the file stays readable up to its last flushed block
 "$NVMETRACE_BIN" record -r host -r target -s 1 -o "$RESULTS/killed.ntr" >"$RESULTS/killed.out" 2>&1 &
 REC=$!
