@@ -12,6 +12,8 @@
 #   fio_errors NAME           sum of per-job error codes / error counts in NAME.json
 #   fio_check NAME            fail unless NAME.json shows >0 I/Os and 0 errors
 #   need_results FILE...      fail unless the guest left each FILE (relative to $RESULTS)
+#   need_tool                 NT=the nvmetrace tool the guest ran ($NVMETRACE_BIN); fail
+#                             without it (a check reads recordings: nothing to skip to)
 set -euo pipefail
 
 : "${RESULTS:?RESULTS not set: scenarios and their checks run from tools/lane run}"
@@ -43,4 +45,8 @@ need_results() {
 	for f in "$@"; do
 		[ -s "$RESULTS/$f" ] || fail "the guest left no $f in $RESULTS (see output.log)"
 	done
+}
+need_tool() {
+	NT=${NVMETRACE_BIN:-}
+	[ -x "$NT" ] || fail "no nvmetrace tool (NVMETRACE_BIN=$NT)"
 }
