@@ -16,6 +16,7 @@
 # (Records of the reconnected namespace are not checked: the recording's device list,
 # fixed at START, names the old controller's path disk.)
 # lane-timeout: 240
+# lane-tcg: multi (hooks fire on one vCPU while the other unloads their module)
 . "$NVMETRACE_SRC/tests/guest/lib.sh"
 need_ko
 need_bin

@@ -5,6 +5,7 @@
 # each with a read completed while the module was in, and fio had no errors.
 # SKIPs (77) when the lane has no nvmetrace.ko for this kernel.
 # lane-timeout: 150
+# lane-tcg: multi (the module unloads while I/O runs on the other vCPU at the same time)
 . "$NVMETRACE_SRC/tests/guest/lib.sh"
 need_ko
 LOOPS=${LOOPS:-20}

@@ -13,6 +13,7 @@
 # splat of any kind (KASAN, lockdep, atomic sleep on a debug kernel) fails the scenario, and
 # where kmemleak is on, a leak whose trace names nvmetrace fails it too.
 # lane-timeout: 300
+# lane-tcg: multi (rings overflow while both vCPUs write to them at once)
 . "$NVMETRACE_SRC/tests/guest/lib.sh"
 need_ko
 need_bin
