@@ -649,6 +649,37 @@ int nvmetrace_hooks_start(const struct nvmetrace_config *c,
 	return 0;
 }
 
+/*
+ * ADMIT: the hooks read devs[] without a lock (host_dev_wanted()), so the
+ * entry is written first and nr_devs grows after it, with release.  Entries
+ * are never changed or removed while the recording lasts.
+ */
+int nvmetrace_hooks_admit(u32 dev)
+{
+	u32 i, n = nvmetrace_cfg.nr_devs;
+
+	lockdep_assert_held(&nvmetrace_dev.ctl_lock);
+	for (i = 0; i < n; i++)
+		if (nvmetrace_cfg.devs[i] == dev)
+			return 0;
+	if (n == NVMETRACE_MAX_DEVS)
+		return -ENOSPC;
+	WRITE_ONCE(nvmetrace_cfg.devs[n], dev);
+	/* pairs with host_dev_wanted()'s acquire: the entry before the count */
+	smp_store_release(&nvmetrace_cfg.nr_devs, n + 1);
+	return 0;
+}
+
+u32 nvmetrace_hooks_nr_devs(void)
+{
+	return nvmetrace_cfg.nr_devs;
+}
+
+u32 nvmetrace_hooks_dev(u32 i)
+{
+	return nvmetrace_cfg.devs[i];
+}
+
 void nvmetrace_hooks_stop(void)
 {
 	struct nvmetrace_hook *h, **hp;

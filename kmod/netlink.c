@@ -3,11 +3,11 @@
  * The control channel: generic netlink family
  * NVMETRACE_GENL_NAME (commands and attributes: <linux/nvmetrace.h>).
  *
- * Commands: GET_VERSION, GET_STATUS, START, STOP, GET_HOOKS (dump), POOL_GET
- * (pool.c) and DMA_COST (dmacost.c).
+ * Commands: GET_VERSION, GET_STATUS, START, STOP, ADMIT, GET_HOOKS (dump),
+ * POOL_GET (pool.c) and DMA_COST (dmacost.c).
  *
- * Every command needs CAP_NET_ADMIN (GENL_ADMIN_PERM); START, STOP and
- * DMA_COST, which change what the kernel does, need CAP_SYS_ADMIN too, as
+ * Every command needs CAP_NET_ADMIN (GENL_ADMIN_PERM); START, STOP, ADMIT
+ * and DMA_COST, which change what the kernel does, need CAP_SYS_ADMIN too, as
  * /dev/nvmetrace does (checked in their handlers, which say so in extack).  The family exists
  * only in the initial network namespace (.netnsok unset): the rings are
  * global.  Every request is strictly validated against nvmetrace_genl_policy:
@@ -338,6 +338,10 @@ static int nvmetrace_genl_parse_config(struct genl_info *info,
 			cfg->devs[cfg->nr_devs++] = nla_get_u32(nla);
 		}
 	}
+	cfg->dev_filter = cfg->nr_devs > 0;
+	if (attrs[NVMETRACE_A_FLAGS] &&
+	    (nla_get_u32(attrs[NVMETRACE_A_FLAGS]) & NVMETRACE_START_DEV_FILTER))
+		cfg->dev_filter = true;
 	if (attrs[NVMETRACE_A_LAYOUT])
 		return nvmetrace_genl_parse_layout(info, attrs[NVMETRACE_A_LAYOUT],
 						   &cfg->layout);
@@ -417,6 +421,66 @@ static int nvmetrace_genl_stop(struct sk_buff *skb, struct genl_info *info)
 	if (!nvmetrace_genl_sys_admin(skb, info))
 		return -EPERM;
 	return nvmetrace_genl_reply_state(info, nvmetrace_genl_do_stop(0));
+}
+
+/*
+ * ADMIT: devices that appeared after START join the recording.  Only the
+ * socket that started it may add to it, and only to a filtered one (an
+ * unfiltered recording has every device already).
+ */
+static int nvmetrace_genl_admit(struct sk_buff *skb, struct genl_info *info)
+{
+	struct nlattr *nla, *nest;
+	struct sk_buff *msg;
+	void *hdr;
+	int rem, err = 0;
+	u32 i;
+
+	if (!nvmetrace_genl_sys_admin(skb, info))
+		return -EPERM;
+	if (GENL_REQ_ATTR_CHECK(info, NVMETRACE_A_DEVS))
+		return -EINVAL;
+	msg = nvmetrace_genl_reply_new(info, &hdr);
+	if (!msg)
+		return -ENOMEM;
+
+	mutex_lock(&nvmetrace_dev.ctl_lock);
+	if (nvmetrace_dev.state != NVMETRACE_STATE_RECORDING) {
+		NL_SET_ERR_MSG(info->extack, "nothing is recording");
+		err = -ENOENT;
+	} else if (nvmetrace_dev.owner_portid != info->snd_portid) {
+		NL_SET_ERR_MSG(info->extack,
+			       "the recording belongs to another socket");
+		err = -EBUSY;
+	} else if (!nvmetrace_dev.cfg.dev_filter) {
+		NL_SET_ERR_MSG(info->extack,
+			       "the recording has every device: START had no device filter");
+		err = -EINVAL;
+	}
+	if (!err) {
+		nla_for_each_nested(nla, info->attrs[NVMETRACE_A_DEVS], rem) {
+			err = nvmetrace_hooks_admit(nla_get_u32(nla));
+			if (err) {
+				NL_SET_ERR_MSG_ATTR(info->extack, nla,
+						    "the recording has as many devices as it can hold");
+				break;
+			}
+		}
+	}
+	/* the reply: every device the hooks now record */
+	nest = err ? NULL : nla_nest_start(msg, NVMETRACE_A_DEVS);
+	if (!err && !nest)
+		err = -EMSGSIZE;
+	for (i = 0; !err && i < nvmetrace_hooks_nr_devs(); i++)
+		if (nla_put_u32(msg, NVMETRACE_A_DEV, nvmetrace_hooks_dev(i)))
+			err = -EMSGSIZE;
+	mutex_unlock(&nvmetrace_dev.ctl_lock);
+	if (err) {
+		nlmsg_free(msg);
+		return err;
+	}
+	nla_nest_end(msg, nest);
+	return nvmetrace_genl_reply_send(msg, hdr, info);
 }
 
 /*
@@ -550,6 +614,11 @@ static const struct genl_ops nvmetrace_genl_ops[] = {
 		.doit	= nvmetrace_genl_pool_get,
 		.policy	= nvmetrace_genl_pool_policy,
 		.maxattr = NVMETRACE_A_MAX,
+	},
+	{
+		.cmd	= NVMETRACE_CMD_ADMIT,
+		.flags	= GENL_ADMIN_PERM,
+		.doit	= nvmetrace_genl_admit,
 	},
 	{
 		.cmd	= NVMETRACE_CMD_DMA_COST,

@@ -49,11 +49,9 @@
 #error "NVMETRACE_VERSION unset: no VERSION file in kmod/ or above it (see Kbuild)"
 #endif
 
-/* NVMETRACE_A_FLAGS bits this module understands (none yet). */
-#define NVMETRACE_FLAGS_KNOWN		0u
+/* NVMETRACE_A_FLAGS bits this module understands. */
+#define NVMETRACE_FLAGS_KNOWN		NVMETRACE_START_DEV_FILTER
 #define NVMETRACE_ROLE_ALL		(NVMETRACE_ROLE_HOST | NVMETRACE_ROLE_TARGET)
-/* most NVMETRACE_A_DEV entries one START may name */
-#define NVMETRACE_MAX_DEVS		16
 
 /*
  * Byte offsets of the private nvme-tcp host fields its hooks read, in
@@ -149,7 +147,14 @@ struct nvmetrace_config {
 	u32 role;			/* NVMETRACE_ROLE_* mask, never 0 */
 	u32 sample;			/* record 1 of every N commands, N >= 1 */
 	u64 seed;			/* sampling hash seed */
-	u32 nr_devs;			/* 0: every device */
+	/*
+	 * dev_filter false: every device.  Else devs[0, nr_devs): filled by
+	 * START, then appended to by ADMIT while the hooks run (the entry
+	 * written before nr_devs grows, nr_devs stored with release), so a
+	 * hook sees each entry whole or not yet.
+	 */
+	bool dev_filter;
+	u32 nr_devs;
 	u32 devs[NVMETRACE_MAX_DEVS];	/* dev_t, kernel encoding */
 	struct nvmetrace_layout layout;	/* for the target role */
 };
@@ -261,6 +266,15 @@ void nvmetrace_hooks_exit(void);
 int nvmetrace_hooks_start(const struct nvmetrace_config *cfg,
 			  struct netlink_ext_ack *extack);
 void nvmetrace_hooks_stop(void);
+/*
+ * nvmetrace_hooks_admit: called with ctl_lock held and state RECORDING; adds
+ * dev to the recording's devices (nothing if it is one already).  0, or
+ * -ENOSPC when the table is full.
+ */
+int nvmetrace_hooks_admit(u32 dev);
+/* The recording's devices, under ctl_lock: how many, and the i-th. */
+u32 nvmetrace_hooks_nr_devs(void);
+u32 nvmetrace_hooks_dev(u32 i);
 int nvmetrace_hooks_dump(struct sk_buff *skb, struct netlink_callback *cb);
 
 /*

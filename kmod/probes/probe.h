@@ -142,14 +142,21 @@ static __always_inline bool nvmetrace_sampled(u64 lba)
 				     nvmetrace_sample_threshold);
 }
 
+/*
+ * Whether a host device is in the recording.  ADMIT may append to devs[]
+ * meanwhile: nr_devs is read with acquire, so every entry below it is whole
+ * (on x86-64 a plain load, as before devices could be added).
+ */
 static __always_inline bool host_dev_wanted(u32 dev)
 {
-	u32 i;
+	u32 i, n;
 
-	if (!nvmetrace_cfg.nr_devs)
+	if (!nvmetrace_cfg.dev_filter)
 		return true;
-	for (i = 0; i < nvmetrace_cfg.nr_devs; i++)
-		if (nvmetrace_cfg.devs[i] == dev)
+	/* pairs with nvmetrace_hooks_admit()'s release: entries below n whole */
+	n = smp_load_acquire(&nvmetrace_cfg.nr_devs);
+	for (i = 0; i < n; i++)
+		if (READ_ONCE(nvmetrace_cfg.devs[i]) == dev)
 			return true;
 	return false;
 }

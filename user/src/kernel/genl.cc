@@ -145,6 +145,8 @@ std::string command_name(uint8_t cmd) {
             return "POOL_GET";
         case NVMETRACE_CMD_DMA_COST:
             return "DMA_COST";
+        case NVMETRACE_CMD_ADMIT:
+            return "ADMIT";
         default:
             return fmt::format("command {}", cmd);
     }
@@ -159,9 +161,9 @@ std::string genl_error_message(uint8_t cmd, int err, const std::string& ext_msg)
     switch (err) {
         case EPERM:
         case EACCES: {
-            // START, STOP and DMA_COST need CAP_SYS_ADMIN as well (kmod/netlink.c)
+            // START, STOP, ADMIT and DMA_COST need CAP_SYS_ADMIN as well (kmod/netlink.c)
             const bool sys = cmd == NVMETRACE_CMD_START || cmd == NVMETRACE_CMD_STOP ||
-                             cmd == NVMETRACE_CMD_DMA_COST;
+                             cmd == NVMETRACE_CMD_DMA_COST || cmd == NVMETRACE_CMD_ADMIT;
             return fmt::format("{}: {}: need root (CAP_NET_ADMIN{}){}", name, what,
                                sys ? " and CAP_SYS_ADMIN" : "", detail);
         }
@@ -378,6 +380,10 @@ State GenlClient::start(const StartArgs& args) {
     }
     if (!ok)
         throw Error(fmt::format("START: too many devices ({}) for one request", args.devs.size()));
+    if (args.dev_filter)
+        ok = nla_put_u32(msg.get(), NVMETRACE_A_FLAGS, NVMETRACE_START_DEV_FILTER) == 0;
+    if (!ok)
+        throw Error("START: cannot build the flags attribute");
     constexpr size_t kNvmetOffsets = NVMETRACE_L_CTRL_CNTLID - NVMETRACE_L_REQ_CMD + 1;
     constexpr size_t kTcpOffsets = NVMETRACE_L_TCP_LAST - NVMETRACE_L_TCP_QUEUE_REQUEST + 1;
     if (!args.layout.empty() && args.layout.size() != kNvmetOffsets)
@@ -456,6 +462,33 @@ State GenlClient::start(const StartArgs& args) {
     };
     transact(msg.release(), cmd, reply);
     return state;
+}
+
+std::vector<uint32_t> GenlClient::admit(const std::vector<uint32_t>& devs) {
+    constexpr uint8_t cmd = NVMETRACE_CMD_ADMIT;
+    MsgPtr msg(new_request(cmd, 0));
+    nlattr* nest = nla_nest_start(msg.get(), NVMETRACE_A_DEVS | NLA_F_NESTED);
+    bool ok = nest != nullptr;
+    for (size_t i = 0; ok && i < devs.size(); i++)
+        ok = nla_put_u32(msg.get(), NVMETRACE_A_DEV, devs[i]) == 0;
+    ok = ok && nla_nest_end(msg.get(), nest) >= 0;
+    if (!ok)
+        throw Error(fmt::format("ADMIT: too many devices ({}) for one request", devs.size()));
+    std::vector<uint32_t> all;
+    Reply reply;
+    reply.on_msg = [&all](nlmsghdr* nlh) {
+        const AttrTable tb = parse_reply(nlh, cmd);
+        if (!tb[NVMETRACE_A_DEVS])
+            throw Error("ADMIT: malformed reply from the module: no device list");
+        nlattr* a = nullptr;
+        int rem = 0;
+        nla_for_each_nested(a, tb[NVMETRACE_A_DEVS], rem) {
+            if (nla_type(a) == NVMETRACE_A_DEV && nla_len(a) == sizeof(uint32_t))
+                all.push_back(nla_get_u32(a));
+        }
+    };
+    transact(msg.release(), cmd, reply);
+    return all;
 }
 
 State GenlClient::stop() {

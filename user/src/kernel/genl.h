@@ -52,6 +52,9 @@ struct StartArgs {
     uint32_t sample = 1;         // record 1 command in `sample`, >= 1
     uint64_t seed = 0;           // sampling hash seed
     std::vector<uint32_t> devs;  // dev_t (kernel encoding) to trace; empty = all
+    // Record only `devs`, even when it is empty; more come with admit().
+    // Modules of ABI 5 and later only.
+    bool dev_filter = false;
     // nvmet's private offsets (NVMETRACE_L_* order: req.cmd, req.cqe, req.sq,
     // sq.ctrl, sq.qid, ctrl.cntlid), from BTF; required for the target role.
     std::vector<uint32_t> layout;
@@ -159,6 +162,10 @@ public:
     Status get_status();
     // Return the state the module reports after the command.
     State start(const StartArgs& args);
+    // NVMETRACE_CMD_ADMIT: devices that appeared after START, into this
+    // socket's recording (START had dev_filter).  Returns every device the
+    // recording now has.  Modules of ABI 5 and later only.
+    std::vector<uint32_t> admit(const std::vector<uint32_t>& devs);
     State stop();
     std::vector<HookInfo> get_hooks();
     // `dev`: a block device (kernel dev_t) whose queue's blk_iobuf pool to

@@ -172,6 +172,54 @@ TEST(Genl, PoolAndDmaCostFromTheModule) {
     EXPECT_THROW(client.dma_cost(7u << 20 | 250u, NVMETRACE_DMA_ITERS_MAX + 1), Error);
 }
 
+// The message of what f throws, "" if it throws nothing.
+template <class F>
+std::string thrown(F&& f) {
+    try {
+        f();
+    } catch (const Error& e) {
+        return e.what();
+    }
+    return {};
+}
+
+// ADMIT adds devices to a recording that started with a device filter (even
+// an empty one), for the socket that started it only; the reply is every
+// device of the recording, each once; the table holds NVMETRACE_MAX_DEVS.
+TEST(Genl, AdmitGrowsTheOwnersFilteredRecording) {
+    if (!module_loaded())
+        GTEST_SKIP() << "needs the nvmetrace module";
+    GenlClient client;
+    const auto dev = [](uint32_t minor) { return 7u << 20 | minor; };  // loop devices
+    EXPECT_THAT(thrown([&] { client.admit({dev(1)}); }),
+                HasSubstr("ADMIT: No such file or directory: nothing is recording"));
+
+    StartArgs a;
+    a.role = NVMETRACE_ROLE_HOST;
+    a.dev_filter = true;  // and no device yet
+    ASSERT_EQ(client.start(a), State::kRecording);
+    EXPECT_EQ(client.admit({dev(1)}), std::vector<uint32_t>{dev(1)});
+    EXPECT_EQ(client.admit({dev(2), dev(1), dev(2)}), (std::vector<uint32_t>{dev(1), dev(2)}));
+    GenlClient other;
+    EXPECT_THAT(thrown([&] { other.admit({dev(3)}); }),
+                HasSubstr("the recording belongs to another socket"));
+    std::vector<uint32_t> more;
+    for (uint32_t i = 0; i < NVMETRACE_MAX_DEVS - 2; i++)
+        more.push_back(dev(100 + i));
+    EXPECT_EQ(client.admit(more).size(), size_t{NVMETRACE_MAX_DEVS});
+    EXPECT_THAT(thrown([&] { client.admit({dev(3)}); }),
+                HasSubstr("ADMIT: No space left on device: the recording has as many devices as "
+                          "it can hold"));
+    EXPECT_EQ(client.stop(), State::kIdle);
+
+    StartArgs every;  // no filter: every device is recorded already
+    every.role = NVMETRACE_ROLE_HOST;
+    ASSERT_EQ(client.start(every), State::kRecording);
+    EXPECT_THAT(thrown([&] { client.admit({dev(1)}); }),
+                HasSubstr("the recording has every device: START had no device filter"));
+    EXPECT_EQ(client.stop(), State::kIdle);
+}
+
 // The state of every nvme_tcp hook in the dump, by name.
 std::map<std::string, uint32_t> tcp_hook_states(GenlClient& client) {
     std::map<std::string, uint32_t> out;

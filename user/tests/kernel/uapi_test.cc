@@ -105,7 +105,8 @@ TEST(Uapi, NetlinkNumbersArePinned) {
     // and the nvme_request.genctr of the nvme-tcp and nvme-rdma groups
     // 3: hook state STALE; the modules' BTF identities NVMETRACE_L_BTF_*
     // 4: the vmlinux group NVMETRACE_L_AIO_KIOCB_* (the aio iocb identity)
-    EXPECT_EQ(NVMETRACE_ABI_VERSION, 4);
+    // 5: NVMETRACE_CMD_ADMIT and START's NVMETRACE_START_DEV_FILTER
+    EXPECT_EQ(NVMETRACE_ABI_VERSION, 5);
 
     EXPECT_EQ(NVMETRACE_CMD_GET_VERSION, 1);
     EXPECT_EQ(NVMETRACE_CMD_GET_STATUS, 2);
@@ -114,7 +115,10 @@ TEST(Uapi, NetlinkNumbersArePinned) {
     EXPECT_EQ(NVMETRACE_CMD_GET_HOOKS, 5);
     EXPECT_EQ(NVMETRACE_CMD_POOL_GET, 6);
     EXPECT_EQ(NVMETRACE_CMD_DMA_COST, 7);
-    EXPECT_EQ(NVMETRACE_CMD_MAX, 7);
+    EXPECT_EQ(NVMETRACE_CMD_ADMIT, 8);
+    EXPECT_EQ(NVMETRACE_CMD_MAX, 8);
+    EXPECT_EQ(NVMETRACE_START_DEV_FILTER, 1u);
+    EXPECT_EQ(NVMETRACE_MAX_DEVS, 64);
 
     const int attrs[] = {
         NVMETRACE_A_UNSPEC,       NVMETRACE_A_ABI_VERSION,   NVMETRACE_A_MODULE_VERSION,

@@ -22,7 +22,7 @@
 
 #include <linux/types.h>
 
-#define NVMETRACE_ABI_VERSION		4
+#define NVMETRACE_ABI_VERSION		5
 #define NVMETRACE_DEVICE_NAME		"nvmetrace"	/* /dev/nvmetrace */
 #define NVMETRACE_GENL_NAME		"nvmetrace"
 #define NVMETRACE_GENL_VERSION		1
@@ -291,6 +291,7 @@ enum nvmetrace_genl_cmd {
 	NVMETRACE_CMD_GET_HOOKS,	/* dump: one HOOK nest per hook */
 	NVMETRACE_CMD_POOL_GET,		/* -> POOL: the premapped-buffer test pool */
 	NVMETRACE_CMD_DMA_COST,		/* DEV -> DMA: dma map/unmap cost per size */
+	NVMETRACE_CMD_ADMIT,		/* DEVS -> DEVS: devices added to a recording (ABI 5) */
 	__NVMETRACE_CMD_MAX,
 };
 #define NVMETRACE_CMD_MAX (__NVMETRACE_CMD_MAX - 1)
@@ -318,7 +319,7 @@ enum nvmetrace_genl_attr {
 	NVMETRACE_A_HOOK_STATE,		/* u32, enum nvmetrace_hook_state */
 	NVMETRACE_A_HOOK_ERROR,		/* s32: errno of the last failed attach */
 	NVMETRACE_A_HOOK_HITS,		/* u64 */
-	NVMETRACE_A_FLAGS,		/* u32: must be 0 for now */
+	NVMETRACE_A_FLAGS,		/* u32: NVMETRACE_START_* (START only) */
 	NVMETRACE_A_PAD,
 	NVMETRACE_A_LAYOUT,		/* nest of NVMETRACE_L_*: private struct offsets */
 	NVMETRACE_A_POOL,		/* nest of NVMETRACE_P_*: buffer pool state */
@@ -566,6 +567,25 @@ enum nvmetrace_state {
 
 #define NVMETRACE_ROLE_HOST		(1u << 0)
 #define NVMETRACE_ROLE_TARGET		(1u << 1)
+
+/*
+ * NVMETRACE_A_FLAGS of START.  DEV_FILTER (ABI 5): record only the devices
+ * NVMETRACE_A_DEVS names, even when it names none yet; without it an empty
+ * (or absent) DEVS means every device.
+ */
+#define NVMETRACE_START_DEV_FILTER	(1u << 0)
+/* dev_t entries a recording may hold in all: START's and ADMIT's together */
+#define NVMETRACE_MAX_DEVS		64
+
+/*
+ * NVMETRACE_CMD_ADMIT (ABI 5): the recording's owner adds devices that
+ * appeared after START (NVMETRACE_A_DEVS) to a recording whose START set
+ * NVMETRACE_START_DEV_FILTER.  The hooks record a device's commands from the
+ * moment the reply is sent; a device already in the recording is not added
+ * twice.  Reply: NVMETRACE_A_DEVS, every device of the recording.  Errors:
+ * -ENOENT nothing is recording, -EBUSY another socket's recording, -EINVAL
+ * START did not set DEV_FILTER, -ENOSPC more than NVMETRACE_MAX_DEVS.
+ */
 
 enum nvmetrace_hook_kind {
 	NVMETRACE_HOOK_TRACEPOINT	= 1,
