@@ -74,6 +74,8 @@ const char* block_type_name(uint16_t type) {
             return "TRAILER";
         case BlockType::cpus:
             return "CPUS";
+        case BlockType::devices:
+            return "DEVICES";
     }
     return "unknown";
 }
@@ -278,6 +280,104 @@ nlohmann::json meta_to_json(const RecordingMeta& meta) {
     return j;
 }
 
+void check_device_entry(const nlohmann::json& d, const std::string& where) {
+    if (!d.is_object()) {
+        throw Error(fmt::format("{}: {} is not an object", where, json_text(d)));
+    }
+    // the fields devices_from_json() reads for the entry's kind, checked here
+    // once; the rest is stored as given
+    const auto str = [&](const char* k) {
+        if (auto f = d.find(k); f != d.end() && !f->is_string()) {
+            throw Error(fmt::format("{}.{}: {} is not a string", where, k, json_text(*f)));
+        }
+    };
+    str("kind");
+    const std::string kind = d.value("kind", "");
+    if (kind == "disk" || kind == "path") {
+        (void)json_int_or<uint32_t>(d, "dev", 0, where);
+        (void)json_int_or<uint16_t>(d, "cntlid", 0, where);
+        str("name");
+    }
+    if (kind == "disk" || kind == "target_ns") {
+        (void)json_int_or<uint32_t>(d, "lbs", 0, where);
+    }
+    if (kind == "path") {
+        (void)json_int_or<uint32_t>(d, "head_dev", 0, where);
+    }
+    if (kind == "target_ns") {
+        (void)json_int_or<uint32_t>(d, "nsid", 0, where);
+        str("device_path");
+        str("subsysnqn");
+    }
+    (void)json_int_or<int64_t>(d, "appeared_ns", 0, where);
+    (void)json_int_or<int64_t>(d, "gone_ns", 0, where);
+}
+
+nlohmann::json device_change_to_json(const DeviceChange& c) {
+    return {{"monotonic_ns", c.monotonic_ns}, {"added", c.added}, {"gone", c.gone}};
+}
+
+DeviceChange device_change_from_json(const nlohmann::json& j) {
+    if (!j.is_object()) {
+        throw Error(fmt::format("{} is not an object", json_text(j)));
+    }
+    DeviceChange c;
+    c.monotonic_ns = json_int<int64_t>(j.at("monotonic_ns"), "monotonic_ns");
+    for (const char* k : {"added", "gone"}) {
+        if (auto it = j.find(k); it != j.end()) {
+            if (!it->is_array()) {
+                throw Error(fmt::format("{}: {} is not an array", k, json_text(*it)));
+            }
+            (std::string_view(k) == "added" ? c.added : c.gone) = *it;
+        }
+    }
+    return c;
+}
+
+namespace {
+
+// Whether META device entry d is the device gone entry g names.
+bool same_device(const nlohmann::json& d, const nlohmann::json& g) {
+    const auto field = [](const nlohmann::json& j, const char* k) {
+        auto it = j.find(k);
+        return it == j.end() ? nlohmann::json() : *it;
+    };
+    if (field(d, "kind") != field(g, "kind"))
+        return false;
+    if (field(d, "kind") == "target_ns")
+        return field(d, "subsysnqn") == field(g, "subsysnqn") &&
+               field(d, "nsid") == field(g, "nsid");
+    return field(d, "name") == field(g, "name") && field(d, "dev") == field(g, "dev");
+}
+
+}  // namespace
+
+void apply_device_change(RecordingMeta& meta, const DeviceChange& c, const std::string& where) {
+    // gone first: a disk that changed controller in this change is gone
+    // (its old entry) and added (its new one)
+    for (const nlohmann::json& g : c.gone) {
+        if (!g.is_object())
+            continue;
+        for (auto it = meta.devices.rbegin(); it != meta.devices.rend(); ++it) {
+            if (!it->contains("gone_ns") && same_device(*it, g)) {
+                (*it)["gone_ns"] = c.monotonic_ns;
+                break;
+            }
+        }
+    }
+    for (size_t i = 0; i < c.added.size(); i++) {
+        const std::string at = fmt::format("{}.added[{}]", where, i);
+        try {
+            check_device_entry(c.added[i], at);
+            nlohmann::json d = c.added[i];
+            d["appeared_ns"] = c.monotonic_ns;
+            meta.devices.push_back(std::move(d));
+        } catch (const Error& e) {
+            meta.dropped_devices.push_back(fmt::format("{}; that device is left out", e.what()));
+        }
+    }
+}
+
 RecordingMeta meta_from_json(const nlohmann::json& j) {
     static const char* const kCore[] = {
         "format_version", "clock",        "hostname",  "kernel_release", "module_version",
@@ -314,34 +414,7 @@ RecordingMeta meta_from_json(const nlohmann::json& j) {
             const nlohmann::json& d = (*it)[i];
             const std::string where = fmt::format("META.devices[{}]", i);
             try {
-                if (!d.is_object()) {
-                    throw Error(fmt::format("{}: {} is not an object", where, json_text(d)));
-                }
-                // the fields devices_from_json() reads for the entry's kind, checked here
-                // once; the rest is stored as given
-                const auto str = [&](const char* k) {
-                    if (auto f = d.find(k); f != d.end() && !f->is_string()) {
-                        throw Error(
-                            fmt::format("{}.{}: {} is not a string", where, k, json_text(*f)));
-                    }
-                };
-                str("kind");
-                const std::string kind = d.value("kind", "");
-                if (kind == "disk" || kind == "path") {
-                    (void)json_int_or<uint32_t>(d, "dev", 0, where);
-                    (void)json_int_or<uint16_t>(d, "cntlid", 0, where);
-                    str("name");
-                }
-                if (kind == "disk" || kind == "target_ns") {
-                    (void)json_int_or<uint32_t>(d, "lbs", 0, where);
-                }
-                if (kind == "path") {
-                    (void)json_int_or<uint32_t>(d, "head_dev", 0, where);
-                }
-                if (kind == "target_ns") {
-                    (void)json_int_or<uint32_t>(d, "nsid", 0, where);
-                    str("device_path");
-                }
+                check_device_entry(d, where);
                 m.devices.push_back(d);
             } catch (const Error& e) {
                 m.dropped_devices.push_back(fmt::format("{}; that device is left out", e.what()));

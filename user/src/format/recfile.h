@@ -54,6 +54,7 @@ enum class BlockType : uint16_t {
     records = 2,  // struct nvmetrace_rec[count]
     trailer = 3,  // JSON, the last block of a cleanly closed recording
     cpus = 4,     // CpuRun[count]: the CPUs of the next RECORDS block's records
+    devices = 5,  // JSON: devices that appeared or went while recording
 };
 
 inline constexpr uint16_t kBlockZstd = 1u << 0;  // payload is one zstd frame
@@ -192,6 +193,9 @@ struct RecordingMeta {
     // Stored as given: one object per traced device (dev, name, lbs, head_dev,
     // ctrl, cntlid, transport, address, subsysnqn, nsid, ...).
     nlohmann::json devices = nlohmann::json::array();
+    // DEVICES blocks add to it in the reader: an entry that appeared while
+    // recording has "appeared_ns" (CLOCK_MONOTONIC, the records' clock: from
+    // then on its commands are recorded), one that went away "gone_ns".
     // Device entries the reader left out, each with why (a null entry, a
     // field out of range): the rest of the recording is still read.
     std::vector<std::string> dropped_devices;
@@ -201,6 +205,30 @@ struct RecordingMeta {
     // Any other top-level keys; the typed fields above win on a name clash.
     nlohmann::json extra = nlohmann::json::object();
 };
+
+// One META device entry checked as devices_from_json() reads it (where: its
+// place, for the message); throws Error saying what is wrong.
+void check_device_entry(const nlohmann::json& d, const std::string& where);
+
+// ------------------------------------------------------------------ DEVICES
+
+// A DEVICES block: what changed at one instant while recording.  added:
+// device entries as in META's devices; gone: entries (kind, name, dev, or
+// for a target namespace subsysnqn and nsid) of devices no longer there.
+struct DeviceChange {
+    int64_t monotonic_ns = 0;
+    nlohmann::json added = nlohmann::json::array();
+    nlohmann::json gone = nlohmann::json::array();
+};
+
+[[nodiscard]] nlohmann::json device_change_to_json(const DeviceChange& c);
+// Throws nlohmann::json::exception or Error on a malformed document.
+[[nodiscard]] DeviceChange device_change_from_json(const nlohmann::json& j);
+// Applies c to meta's devices: the latest entry without "gone_ns" matching
+// each gone one gets it, then added entries are appended with "appeared_ns".
+// Entries that fail check_device_entry() go to dropped_devices (where: the
+// block, for the message).
+void apply_device_change(RecordingMeta& meta, const DeviceChange& c, const std::string& where);
 
 // A meta with this host's hostname and kernel release and the start time
 // pair taken now; the caller fills the rest.
@@ -278,6 +306,10 @@ public:
     // if not).  A RECORDS block with any record of a known CPU is preceded
     // by a CPUS block; one with none known is not.
     void append(std::span<const nvmetrace_rec> recs, std::span<const CpuRun> runs);
+    // Writes a DEVICES block (devices that appeared or went), now: it may
+    // come before or after the records of the devices it names, readers
+    // apply every DEVICES block before the first record (RecordingReader).
+    void write_devices(const DeviceChange& change);
     // Writes the buffered records as one block, if there are any.
     void flush();
     // flush() if flush_interval is set and has passed; returns whether it did.
@@ -410,6 +442,9 @@ private:
     void stop_cut_off(uint64_t present_end, const std::string& what);
     void stop_corrupt(const std::string& what);
     void read_meta();
+    // Applies every DEVICES block of the file to meta_ (headers only for the
+    // other blocks); stops quietly where the file does, next() says why.
+    void scan_devices();
     // A CPUS block read into pending_runs_, or a note why not.
     void read_cpus(const BlockHeader& hdr);
     // A note that the pending CPUS block was followed by something other

@@ -74,6 +74,7 @@ RecordingReader RecordingReader::open(const std::string& path) {
     r.offset_ = fh.header_size;
     r.read_meta();
     r.meta_.format_version = fh.version;  // the file header is authoritative
+    r.scan_devices();
     return r;
 }
 
@@ -320,6 +321,53 @@ void RecordingReader::read_meta() {
     block_++;
 }
 
+void RecordingReader::scan_devices() {
+    // One pass over the block headers (payloads read only for DEVICES), so
+    // that every consumer knows every device before the first record.
+    const uint64_t start = offset_;
+    const uint64_t start_block = block_;
+    while (end_ == RecordingEnd::reading) {
+        BlockHeader hdr{};
+        if (pread_full(fd_, &hdr, sizeof(hdr), offset_) != static_cast<ssize_t>(sizeof(hdr)) ||
+            hdr.magic != kBlockMagic || header_crc(hdr) != hdr.header_crc ||
+            hdr.stored_len > kMaxBlockBytes || hdr.raw_len > kMaxBlockBytes)
+            break;  // the end, or a problem next() reports where it is
+        if (hdr.type == static_cast<uint16_t>(BlockType::trailer))
+            break;
+        if (hdr.type == static_cast<uint16_t>(BlockType::devices)) {
+            const std::string where = fmt::format("DEVICES block {} at byte {}", block_, offset_);
+            if (!read_block(hdr))
+                break;
+            json_.resize(hdr.raw_len);
+            if (!decode(hdr, json_))
+                break;
+            try {
+                check_json_depth({reinterpret_cast<const char*>(json_.data()), json_.size()},
+                                 kMaxJsonDepth, "DEVICES");
+                const DeviceChange c = device_change_from_json(nlohmann::json::parse(
+                    reinterpret_cast<const char*>(json_.data()),
+                    reinterpret_cast<const char*>(json_.data()) + json_.size()));
+                const size_t dropped = meta_.dropped_devices.size();
+                apply_device_change(meta_, c, where);
+                for (size_t i = dropped; i < meta_.dropped_devices.size(); i++)
+                    notes_.push_back(fmt::format("{}: {}", path_, meta_.dropped_devices[i]));
+            } catch (const std::exception& e) {
+                notes_.push_back(
+                    fmt::format("{}: skipped {}: {}; the devices it names are not known", path_,
+                                where, e.what()));
+            }
+        }
+        offset_ += sizeof(hdr) + hdr.stored_len;
+        block_++;
+    }
+    // next() reads the blocks again from the first after META, and finds
+    // any problem there itself
+    end_ = RecordingEnd::reading;
+    problem_.clear();
+    offset_ = start;
+    block_ = start_block;
+}
+
 void RecordingReader::read_cpus(const BlockHeader& hdr) {
     drop_pending_cpus("followed by another CPUS block");
     // The CPUs are an aid to reading the records, not part of them: a CPUS
@@ -438,6 +486,11 @@ bool RecordingReader::next(std::span<const nvmetrace_rec>& recs) {
                 }
                 return false;
             }
+            case BlockType::devices:  // applied to meta_ by open() (scan_devices)
+                drop_pending_cpus("but by a DEVICES block");
+                offset_ += sizeof(hdr) + hdr.stored_len;
+                block_++;
+                break;
             case BlockType::meta:
             default:
                 drop_pending_cpus("but by a block of another type");

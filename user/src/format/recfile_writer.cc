@@ -316,6 +316,12 @@ void RecordingWriter::sync() {
     }
 }
 
+void RecordingWriter::write_devices(const DeviceChange& change) {
+    check_writable("write_devices");
+    std::string json = json_text(device_change_to_json(change));
+    write_block(BlockType::devices, std::as_bytes(std::span(json)), 0);
+}
+
 void RecordingWriter::close(RecordingTrailer trailer) {
     flush();
     trailer.records = records_written_;

@@ -229,6 +229,89 @@ TEST(RecFile, UnknownBlockTypeIsSkippedWithANote) {
                           path, at));
 }
 
+// Devices that appeared or went while recording (DEVICES blocks, written
+// anywhere among the records, even after the records of the devices they
+// name) are known from open() on: every consumer builds its device table
+// before the first record.
+TEST(RecFileDevices, ChangesAreAppliedBeforeTheFirstRecord) {
+    TempDir tmp;
+    std::string path = tmp.path("devices.ntr");
+    std::vector<nvmetrace_rec> recs = make_records(300);
+    RecordingWriter w = RecordingWriter::open(path, {.block_records = 100});
+    RecordingMeta meta = test_meta();
+    meta.devices = nlohmann::json::array();
+    meta.devices.push_back({{"kind", "disk"}, {"name", "nvme1n1"}, {"dev", 271581184}});
+    w.write_meta(meta);
+    w.append(std::span(recs).first(150));
+    DeviceChange c1;
+    c1.monotonic_ns = 5000;
+    c1.added.push_back({{"kind", "disk"}, {"name", "nvme2n1"}, {"dev", 271581185}, {"cntlid", 2}});
+    c1.added.push_back({{"kind", "target_ns"},
+                        {"subsysnqn", "nqn.a"},
+                        {"nsid", 2},
+                        {"device_path", "/dev/nullb1"}});
+    w.write_devices(c1);
+    w.append(std::span(recs).subspan(150));
+    DeviceChange c2;
+    c2.monotonic_ns = 9000;
+    c2.gone.push_back({{"kind", "disk"}, {"name", "nvme1n1"}, {"dev", 271581184}});
+    c2.gone.push_back({{"kind", "target_ns"}, {"subsysnqn", "nqn.a"}, {"nsid", 2}});
+    c2.added.push_back({{"kind", "disk"}, {"name", 7}});  // a bad entry: left out, noted
+    w.write_devices(c2);
+    w.close();
+
+    RecordingReader r = RecordingReader::open(path);
+    const nlohmann::json& d = r.meta().devices;
+    ASSERT_EQ(d.size(), 3u);
+    EXPECT_FALSE(d[0].contains("appeared_ns"));
+    EXPECT_EQ(d[0]["gone_ns"], 9000);
+    EXPECT_EQ(d[1]["name"], "nvme2n1");
+    EXPECT_EQ(d[1]["appeared_ns"], 5000);
+    EXPECT_FALSE(d[1].contains("gone_ns"));
+    EXPECT_EQ(d[2]["appeared_ns"], 5000);
+    EXPECT_EQ(d[2]["gone_ns"], 9000);
+    ASSERT_EQ(r.notes().size(), 1u);
+    EXPECT_THAT(r.notes()[0], HasSubstr("DEVICES block"));
+    EXPECT_THAT(r.notes()[0], HasSubstr(".added[0].name: 7 is not a string"));
+    std::vector<nvmetrace_rec> got;
+    r.for_each(
+        [&](std::span<const nvmetrace_rec> b) { got.insert(got.end(), b.begin(), b.end()); });
+    EXPECT_EQ(r.end(), RecordingEnd::clean);
+    EXPECT_TRUE(same_records(got, recs));
+    EXPECT_EQ(r.notes().size(), 1u);  // reading the records adds nothing
+}
+
+// A DEVICES block that is not JSON of the right shape is passed over with a
+// note; one whose checksum fails stops the reader there, as any block does.
+TEST(RecFileDevices, BadBlocksAreNotedOrStopTheReader) {
+    TempDir tmp;
+    std::string path = tmp.path("full.ntr");
+    WriteSpec spec;
+    spec.records = 200;
+    spec.opts.block_records = 50;
+    std::vector<nvmetrace_rec> recs = write_recording(path, spec);
+    const std::string data = slurp(path);
+    const std::vector<BlockInfo> blocks = walk_blocks(data);
+    const uint64_t at = blocks[3].offset;
+    const std::string not_json = "{\"monotonic_ns\": 1, \"added\": 5}";
+    spit(path,
+         data.substr(0, at) + make_block(5, 0, not_json, not_json.size(), 0) + data.substr(at));
+    ReadResult res = read_recording(path);
+    EXPECT_EQ(res.end, RecordingEnd::clean);
+    EXPECT_TRUE(same_records(res.records, recs));
+    ASSERT_EQ(res.notes.size(), 1u);
+    EXPECT_THAT(res.notes[0], HasSubstr(fmt::format("skipped DEVICES block 3 at byte {}", at)));
+    EXPECT_THAT(res.notes[0], HasSubstr("added: 5 is not an array"));
+
+    std::string bad = make_block(5, 0, "{}", 2, 0);
+    bad[sizeof(BlockHeader)] = '[';  // the payload no longer has its checksum
+    spit(path, data.substr(0, at) + bad + data.substr(at));
+    res = read_recording(path);
+    EXPECT_EQ(res.end, RecordingEnd::corrupt);
+    EXPECT_EQ(res.records.size(), 100u);
+    EXPECT_THAT(res.problem, HasSubstr("payload checksum mismatch"));
+}
+
 // A newer writer may put a block of a new type beside every RECORDS block:
 // the reader says so once per type, with how many and where the first was,
 // not once per block.
