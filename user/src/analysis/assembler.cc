@@ -267,7 +267,7 @@ void Assembler::push_host_rq(const nvmetrace_rec& rec, int slot) {
         c.size = rec.len;
         c.len_flags = rec.flags;
         c.dev = devices_.head(rec.dev);
-        c.cntlid = devices_.cntlid(rec.dev);
+        c.cntlid = devices_.cntlid(rec.dev, rec.ts);
         if (rec.flags & NVMETRACE_REC_HAS_QID)
             c.qid = rec.qid;
         auto op = static_cast<uint8_t>(c.op);

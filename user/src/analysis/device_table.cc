@@ -1,21 +1,46 @@
 #include "analysis/device_table.h"
 
+#include <algorithm>
+#include <iterator>
+
 #include <fmt/format.h>
 
 namespace nvmetrace {
 
-void DeviceTable::add_disk(uint32_t dev, std::string name, uint32_t block_size, uint16_t cntlid) {
-    disks_[dev] = Disk{std::move(name), dev, block_size, cntlid};
+void DeviceTable::add(uint32_t dev, Disk d, uint64_t since) {
+    auto [it, fresh] = disks_.try_emplace(dev);
+    std::vector<std::pair<uint64_t, uint16_t>> history = std::move(it->second.history);
+    if (fresh || history.empty())
+        history = {{0, fresh ? d.cntlid : it->second.cntlid}};
+    if (!fresh) {
+        // entries come in time order; one out of order goes where it belongs
+        auto pos = std::upper_bound(history.begin(), history.end(), since,
+                                    [](uint64_t t, const auto& h) { return t < h.first; });
+        history.insert(pos, {since, d.cntlid});
+    }
+    d.history = std::move(history);
+    it->second = std::move(d);
 }
 
-void DeviceTable::add_path(uint32_t path_dev, uint32_t head_dev, std::string name,
-                           uint16_t cntlid) {
-    disks_[path_dev] = Disk{std::move(name), head_dev, 0, cntlid};
+void DeviceTable::add_disk(uint32_t dev, std::string name, uint32_t block_size, uint16_t cntlid,
+                           uint64_t since) {
+    add(dev, Disk{std::move(name), dev, block_size, cntlid, {}}, since);
 }
 
-uint16_t DeviceTable::cntlid(uint32_t dev) const {
+void DeviceTable::add_path(uint32_t path_dev, uint32_t head_dev, std::string name, uint16_t cntlid,
+                           uint64_t since) {
+    add(path_dev, Disk{std::move(name), head_dev, 0, cntlid, {}}, since);
+}
+
+uint16_t DeviceTable::cntlid(uint32_t dev, uint64_t ts) const {
     auto it = disks_.find(dev);
-    return it == disks_.end() ? 0 : it->second.cntlid;
+    if (it == disks_.end())
+        return 0;
+    const auto& h = it->second.history;
+    // the last change at or before ts (the first entry covers what came before)
+    auto pos = std::upper_bound(h.begin(), h.end(), ts,
+                                [](uint64_t t, const auto& e) { return t < e.first; });
+    return pos == h.begin() ? h.front().second : std::prev(pos)->second;
 }
 
 void DeviceTable::add_target_namespace(uint32_t nsid, std::string name, uint32_t block_size) {

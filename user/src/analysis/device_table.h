@@ -17,9 +17,15 @@ class DeviceTable {
 public:
     // A namespace disk (nvme1n1), or an NVMe multipath head.  cntlid: the
     // controller id of its controller (0: unknown, or a multipath head).
-    void add_disk(uint32_t dev, std::string name, uint32_t block_size = 0, uint16_t cntlid = 0);
+    // since: from when (the records' clock) this holds, for a disk that
+    // appeared again or whose controller changed while recording (a reset
+    // gives it a new controller id); 0: from the start.  The latest entry
+    // gives the name, head and block size.
+    void add_disk(uint32_t dev, std::string name, uint32_t block_size = 0, uint16_t cntlid = 0,
+                  uint64_t since = 0);
     // A path disk (nvme1c1n1) of the multipath head `head`, on controller cntlid.
-    void add_path(uint32_t path_dev, uint32_t head_dev, std::string name = {}, uint16_t cntlid = 0);
+    void add_path(uint32_t path_dev, uint32_t head_dev, std::string name = {}, uint16_t cntlid = 0,
+                  uint64_t since = 0);
     // A target namespace (the nsid in nvmet_req_init's record).
     void add_target_namespace(uint32_t nsid, std::string name, uint32_t block_size);
 
@@ -29,8 +35,9 @@ public:
     std::string disk_name(uint32_t dev) const;
     std::string target_name(uint32_t nsid) const;
     uint32_t target_block_size(uint32_t nsid) const;  // 0: unknown
-    // The controller id of the controller a (path) disk belongs to; 0: unknown.
-    uint16_t cntlid(uint32_t dev) const;
+    // The controller id of the controller a (path) disk belongs to at ts
+    // (the last one known: UINT64_MAX); 0: unknown.
+    uint16_t cntlid(uint32_t dev, uint64_t ts = UINT64_MAX) const;
     // Every disk's and target namespace's name, as the names above give them.
     std::vector<std::string> names() const;
 
@@ -40,7 +47,10 @@ private:
         uint32_t head = 0;
         uint32_t block_size = 0;
         uint16_t cntlid = 0;
+        // (since, cntlid) when the controller changed while recording, by since
+        std::vector<std::pair<uint64_t, uint16_t>> history;
     };
+    void add(uint32_t dev, Disk d, uint64_t since);
     struct TargetNs {
         std::string name;
         uint32_t block_size = 0;

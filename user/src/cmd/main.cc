@@ -154,7 +154,9 @@ int run(int argc, char** argv) {
                        "zstd level of the records: 1..19, negative for zstd's fast levels, 0 "
                        "stored raw (default: 0 at -s 1, where CPU matters more than size; else 1)");
     record->add_option("--dev", rec.devices,
-                       "Host namespace to trace (default: every NVMe-oF one)");
+                       "Host namespace to trace: its disk (nvme1n1), controller (nvme1) or "
+                       "subsystem NQN, present or to come (default: every NVMe-oF one, those "
+                       "that appear while recording too)");
     record->add_flag("--detail", rec.detail, "Print the component table in the summary");
 
     ProbeOptions probe_opts;

@@ -5,6 +5,7 @@
 #include "analysis/stats.h"
 #include "format/recfile.h"
 #include "kernel/btf_layout.h"
+#include "kernel/device_watch.h"
 #include "kernel/devices.h"
 #include "kernel/genl.h"
 #include "kernel/ring_reader.h"
@@ -374,31 +375,56 @@ int run_record(const RecordOptions& opts) {
     start.sample = opts.sample;
     start.seed = opts.seed;
 
-    // Host: which namespaces (and their multipath path disks) to trace.
+    // Host: which namespaces (and their multipath path disks) to trace.  A
+    // module of ABI 5 or later is told the devices that appear later too
+    // (ADMIT), so the recording may start before any exists.
+    const bool follow_devices = mv.abi_version >= 5;
+    const std::string over = opts.transport.empty() ? "" : " over " + opts.transport;
     std::vector<HostNamespace> host_ns;
     if (role & NVMETRACE_ROLE_HOST) {
         std::vector<HostNamespace> all = find_host_namespaces(opts.transport);
         if (opts.devices.empty()) {
             host_ns = all;
+        } else if (follow_devices) {
+            for (const auto& ns : all)
+                if (namespace_selected(ns, opts.devices))
+                    host_ns.push_back(ns);
+            for (const auto& d : opts.devices) {
+                const bool found = std::any_of(all.begin(), all.end(), [&](const auto& ns) {
+                    return namespace_selected(ns, {d});
+                });
+                if (!found)
+                    fmt::print(stderr,
+                               "nvmetrace: --dev {}: no such NVMe-oF namespace, controller or "
+                               "subsystem{} yet: recorded if it appears\n",
+                               d, over);
+            }
         } else {
             for (const auto& d : opts.devices)
                 host_ns.push_back(pick_host_namespace(all, d));
         }
-        if (host_ns.empty())
-            throw Error(
-                fmt::format("no NVMe-oF namespace{} on this host: connect one (nvme "
-                            "connect ...) or record -r target",
-                            opts.transport.empty() ? "" : " over " + opts.transport));
+        if (host_ns.empty() && !follow_devices)
+            throw Error(fmt::format(
+                "no NVMe-oF namespace{} on this host: connect one (nvme connect ...) or record "
+                "-r target (a module of ABI 5 or later, this one is {}, can start before one is "
+                "connected)",
+                over, mv.abi_version));
+        if (host_ns.empty() && opts.devices.empty())
+            fmt::print(stderr,
+                       "nvmetrace: no NVMe-oF namespace{} on this host yet: recording those "
+                       "that appear\n",
+                       over);
         for (const auto& ns : host_ns) {
             start.devs.push_back(ns.dev);
             for (const auto& p : ns.paths)
                 start.devs.push_back(p.dev);
         }
-        if (start.devs.size() > 16)
+        if (start.devs.size() > NVMETRACE_MAX_DEVS)
             throw Error(
-                fmt::format("{} block devices: at most 16 per recording (name some with "
+                fmt::format("{} block devices: at most {} per recording (name some with "
                             "--dev)",
-                            start.devs.size()));
+                            start.devs.size(), NVMETRACE_MAX_DEVS));
+        start.dev_filter = follow_devices;
     }
 
     // Private layouts from this kernel's BTF: nvmet's for the target role
@@ -412,7 +438,16 @@ int run_record(const RecordOptions& opts) {
             throw Error(fmt::format("target role: {}", layouts.nvmet_error));
         target_ns = find_target_namespaces();
     }
-    if (!layouts.tcp_error.empty())
+    if (!layouts.tcp_error.empty() && (role & NVMETRACE_ROLE_HOST) &&
+        !std::filesystem::exists("/sys/module/nvme_tcp") &&
+        (opts.transport.empty() || opts.transport == "tcp"))
+        // its layout is read from its BTF at START only: a connect that
+        // loads the module later finds the hooks off
+        fmt::print(stderr,
+                   "nvmetrace: nvme-tcp transport hooks off: nvme_tcp is not loaded (modprobe "
+                   "nvme_tcp before recording: its hooks need its BTF when the recording "
+                   "starts)\n");
+    else if (!layouts.tcp_error.empty())
         fmt::print(stderr, "nvmetrace: nvme-tcp transport hooks off: {}\n", layouts.tcp_error);
     if (!start.aio_layout.empty() && mv.abi_version < 4) {
         // a module before ABI 4 refuses the group it does not know
@@ -528,6 +563,8 @@ int run_record(const RecordOptions& opts) {
         RecordStage::Options so;
         so.writer = compressed ? &writer : nullptr;
         if (live) {
+            // the live analysis's table, on the stage's thread
+            so.devices = [&](const DeviceChange& c) { devices_from_json(c.added, table); };
             so.live = [&](std::span<const nvmetrace_rec> recs) {
                 for (const auto& r : recs)
                     assembler.push(r);
@@ -539,6 +576,47 @@ int run_record(const RecordOptions& opts) {
         stage.emplace(std::move(so));
     }
     RecordLoop loop(rings, compressed ? nullptr : &writer, nullptr, stage ? &*stage : nullptr);
+
+    // Devices that come and go while recording: host disks are admitted into
+    // the module's recording first, then the change is kept in the file with
+    // the time from which their commands are recorded.
+    std::optional<DeviceWatch> watch;
+    if (((role & NVMETRACE_ROLE_HOST) && follow_devices) || (role & NVMETRACE_ROLE_TARGET)) {
+        DeviceWatch::Options wo;
+        wo.host = (role & NVMETRACE_ROLE_HOST) && follow_devices;
+        wo.target = role & NVMETRACE_ROLE_TARGET;
+        wo.transport = opts.transport;
+        wo.names = opts.devices;
+        watch.emplace(wo, host_ns, target_ns);
+    }
+    auto follow = [&](uint64_t now, bool force) {
+        if (!watch)
+            return;
+        std::optional<DeviceWatch::Change> c = watch->poll(now, force);
+        if (!c)
+            return;
+        if (!c->admit.empty()) {
+            try {
+                genl.admit(c->admit);
+            } catch (const Error& e) {
+                for (auto& d : c->block.added)
+                    if (d.value("kind", "") != "target_ns")
+                        d["not_recorded"] = e.what();
+                fmt::print(stderr, "nvmetrace: devices that appeared are not recorded: {}\n",
+                           e.what());
+            }
+        }
+        // from this instant on, the admitted devices' commands are recorded
+        c->block.monotonic_ns = static_cast<int64_t>(monotonic_ns());
+        for (const std::string& line : c->lines)
+            fmt::print(stderr, "nvmetrace: {}\n", line);
+        if (stage)
+            stage->push_devices(c->block);
+        if (!compressed)
+            writer.write_devices(c->block);
+        if (!live)
+            devices_from_json(c->block.added, table);
+    };
     // A drain that found a ring an eighth full or more goes round again at
     // once instead of sleeping: bursts must not fill the rings.  One that
     // found little (under 1/64 of a ring) sleeps longer: fewer wake-ups when
@@ -549,24 +627,33 @@ int run_record(const RecordOptions& opts) {
         opts.duration_s > 0 ? t0 + static_cast<uint64_t>(opts.duration_s * 1e9) : UINT64_MAX;
     bool child_exited = false;
     try {
+        follow(monotonic_ns(), true);  // what appeared since the devices were listed
         while (!g_stop.load() && !child_exited) {
             uint64_t now = monotonic_ns();
             if (now >= end_at)
                 break;
+            follow(now, false);
             const uint64_t drained = loop.drain();
             loop.release(now, false);
             if (stage)
                 stage->submit(now);
             if (!compressed)
                 writer.flush_if_due();
-            if (child) {
-                // the nap is a poll on the command's pidfd: its exit ends
-                // the recording at once
-                pollfd p{child->pidfd(), POLLIN, 0};
-                const int nap_ms = drained >= busy_drain ? 0 : drained < quiet_drain ? 50 : 10;
-                child_exited = poll(&p, 1, nap_ms) > 0;
-            } else if (drained < busy_drain) {
-                timespec nap{0, drained < quiet_drain ? 50'000'000 : 10'000'000};
+            // the nap is a poll on the command's pidfd (its exit ends the
+            // recording at once) and on the device watch's uevents (a device
+            // that appears is admitted at once)
+            pollfd p[2];
+            nfds_t np = 0;
+            if (child)
+                p[np++] = {child->pidfd(), POLLIN, 0};
+            if (watch && watch->fd() >= 0)
+                p[np++] = {watch->fd(), POLLIN, 0};
+            const int nap_ms = drained >= busy_drain ? 0 : drained < quiet_drain ? 50 : 10;
+            if (np) {
+                if (poll(p, np, nap_ms) > 0 && child)
+                    child_exited = p[0].revents != 0;
+            } else if (nap_ms) {
+                timespec nap{0, nap_ms * 1'000'000L};
                 nanosleep(&nap, nullptr);
             }
         }

@@ -43,6 +43,7 @@ void RecordStage::submit(uint64_t now_ns) {
     check();
     Batch b;
     b.now_ns = now_ns;
+    b.devices.swap(next_devices_);
     const uint64_t n = next_.size();
     {
         std::lock_guard lock(mu_);
@@ -115,6 +116,12 @@ void RecordStage::run() {
 
 void RecordStage::handle(Batch& b) {
     const std::span<const nvmetrace_rec> recs(b.recs);
+    for (const DeviceChange& c : b.devices) {
+        if (opts_.writer)
+            opts_.writer->write_devices(c);
+        if (opts_.devices)
+            opts_.devices(c);
+    }
     if (opts_.writer)
         opts_.writer->append(recs, b.runs);
     if (opts_.live && live_ok_.load()) {

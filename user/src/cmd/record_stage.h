@@ -46,6 +46,10 @@ public:
         // drain's clock after each drain's records.  Unset: no live lines.
         std::function<void(std::span<const nvmetrace_rec>)> live;
         std::function<void(uint64_t now_ns)> tick;
+        // Devices that appeared or went (push_devices()), before the records
+        // of the same batch: the live analysis's device table grows here.
+        // The writer, if any, gets their DEVICES block first.
+        std::function<void(const DeviceChange&)> devices = {};
         // How far (records queued, not yet handled) the live analysis may
         // fall behind before it gives up.
         size_t live_backlog = size_t{1} << 23;
@@ -70,6 +74,9 @@ public:
         for (const CpuRun& r : runs)
             add_cpu_run(next_runs_, r);
     }
+    // Drain thread: a change of the devices, handled before the next batch's
+    // records.
+    void push_devices(DeviceChange c) { next_devices_.push_back(std::move(c)); }
     // Drain thread: hands the batch on, with the drain's clock for the tick.
     // Rethrows what failed on the stage's thread (a write error).
     void submit(uint64_t now_ns);
@@ -87,14 +94,16 @@ private:
     struct Batch {
         std::vector<nvmetrace_rec> recs;
         std::vector<CpuRun> runs;  // recs' CPUs
+        std::vector<DeviceChange> devices;
         uint64_t now_ns = 0;
     };
     void run();
     void handle(Batch& b);
 
     Options opts_;
-    std::vector<nvmetrace_rec> next_;  // drain thread only
-    std::vector<CpuRun> next_runs_;    // drain thread only: next_'s CPUs
+    std::vector<nvmetrace_rec> next_;         // drain thread only
+    std::vector<CpuRun> next_runs_;           // drain thread only: next_'s CPUs
+    std::vector<DeviceChange> next_devices_;  // drain thread only
 
     mutable std::mutex mu_;
     std::condition_variable cv_;

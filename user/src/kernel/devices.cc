@@ -93,8 +93,12 @@ std::vector<HostNamespace> find_host_namespaces(const std::string& transport,
                 fs::path hb = fs::path(sysfs_root) / "block" / head;
                 // a hidden path disk has no dev_t: the module names it by diskseq
                 uint32_t pdev = read_dev(e / "dev");
-                if (!pdev && fs::exists(e / "diskseq"))
-                    pdev = NVMETRACE_DEV_HIDDEN(std::stoull(read_attr(e / "diskseq")));
+                if (!pdev) {
+                    // read while the disk may be going away: no number, no dev
+                    const std::string seq = read_attr(e / "diskseq");
+                    if (!seq.empty() && seq.find_first_not_of("0123456789") == std::string::npos)
+                        pdev = NVMETRACE_DEV_HIDDEN(std::stoull(seq));
+                }
                 HostNamespace::Path p{name, pdev, ctrl, cntlid};
                 auto it = std::find_if(out.begin(), out.end(),
                                        [&](const HostNamespace& h) { return h.name == head; });
@@ -224,12 +228,15 @@ void devices_from_json(const nlohmann::json& devices, DeviceTable& table) {
             return it != d.end() && it->is_string() ? it->get<std::string>() : std::string();
         };
         const std::string kind = str("kind");
+        // a device that appeared while recording: from when it holds
+        const auto since = static_cast<uint64_t>(
+            std::max<int64_t>(0, json_int_or<int64_t>(d, "appeared_ns", 0, "device")));
         if (kind == "disk") {
             table.add_disk(num("dev"), str("name"), num("lbs"),
-                           json_int_or<uint16_t>(d, "cntlid", 0, "device"));
+                           json_int_or<uint16_t>(d, "cntlid", 0, "device"), since);
         } else if (kind == "path") {
             table.add_path(num("dev"), num("head_dev"), str("name"),
-                           json_int_or<uint16_t>(d, "cntlid", 0, "device"));
+                           json_int_or<uint16_t>(d, "cntlid", 0, "device"), since);
         } else if (kind == "target_ns") {
             const std::string name = fs::path(str("device_path")).filename();
             table.add_target_namespace(

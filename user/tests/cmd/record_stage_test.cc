@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 namespace nvmetrace {
@@ -77,6 +78,43 @@ TEST(RecordStage, EveryRecordReachesTheFileAndTheLiveAnalysisInOrder) {
         ASSERT_EQ(file[i], i + 1);
     ASSERT_EQ(ticks.size(), 201u);
     EXPECT_EQ(ticks.back(), ts + 1);
+}
+
+// A change of the devices reaches the live analysis before the records
+// drained after it, and the file as a DEVICES block (written by the stage's
+// thread, which owns the writer when blocks are compressed).
+TEST(RecordStage, DeviceChangesComeBeforeTheNextRecords) {
+    test::TempDir dir;
+    RecordingWriter w = open_writer(dir / "d.ntr", 1);
+    std::vector<std::string> seen;
+    {
+        RecordStage stage({.writer = &w,
+                           .live =
+                               [&](std::span<const nvmetrace_rec> recs) {
+                                   seen.push_back(fmt::format("{} records", recs.size()));
+                               },
+                           .tick = {},
+                           .devices =
+                               [&](const DeviceChange& c) {
+                                   seen.push_back(fmt::format("{} added", c.added.size()));
+                               }});
+        stage.push(std::vector<nvmetrace_rec>{rec_at(1), rec_at(2)});
+        stage.submit(10);
+        DeviceChange c;
+        c.monotonic_ns = 3;
+        c.added.push_back({{"kind", "disk"}, {"name", "nvme3n1"}, {"dev", 5}});
+        stage.push_devices(c);
+        stage.push(std::vector<nvmetrace_rec>{rec_at(4)});
+        stage.submit(20);
+        stage.finish();
+    }
+    EXPECT_EQ(seen, (std::vector<std::string>{"2 records", "1 added", "1 records"}));
+    w.close();
+    RecordingReader r = RecordingReader::open(dir / "d.ntr");
+    ASSERT_EQ(r.meta().devices.size(), 1u);
+    EXPECT_EQ(r.meta().devices[0]["name"], "nvme3n1");
+    EXPECT_EQ(r.meta().devices[0]["appeared_ns"], 3);
+    EXPECT_EQ(r.for_each([](auto) {}), 3u);
 }
 
 // The CPUs pushed with the records reach the file with them, across

@@ -1,6 +1,7 @@
 #include "kernel/devices.h"
 
 #include "analysis/device_table.h"
+#include "kernel/device_watch.h"
 #include "util/error.h"
 
 #include <filesystem>
@@ -134,6 +135,124 @@ TEST(Devices, JsonRoundTripFeedsTheDeviceTable) {
     DeviceTable table;
     devices_from_json(j, table);
     devices_from_json(nlohmann::json::object(), table);  // not an array: ignored
+}
+
+// A recording started before any namespace: each look finds what was
+// connected, reconnected (a new controller, same subsystem) or removed since
+// the last one, and which host disks to admit.
+TEST_F(FakeSysfs, DeviceWatchFollowsNamespacesAsTheyComeAndGo) {
+    DeviceWatch w({.host = true,
+                   .sysfs_root = sys(),
+                   .configfs_root = (root_ / "cfg").string(),
+                   .uevents = false,
+                   .period_ns = 1000},
+                  {}, {});
+    EXPECT_EQ(w.fd(), -1);
+    EXPECT_FALSE(w.poll(10, true));  // nothing yet
+    ctrl("nvme0", "tcp", 1);
+    put("sys/class/nvme/nvme0/nvme0c0n1/diskseq", "7");
+    put("sys/block/nvme0n1/dev", "259:0");
+    put("sys/block/nvme0n1/nsid", "1");
+    EXPECT_FALSE(w.poll(500));  // the period has not passed, no uevent
+    auto c = w.poll(2000);
+    ASSERT_TRUE(c);
+    ASSERT_EQ(c->block.added.size(), 2u);  // the head and its path
+    EXPECT_TRUE(c->block.gone.empty());
+    EXPECT_EQ(c->admit, (std::vector<uint32_t>{kernel_dev(259, 0), kernel_dev(0, 7)}));
+    ASSERT_EQ(c->lines.size(), 2u);
+    EXPECT_EQ(c->lines[0], "nvme0n1 (tcp nqn.test, nvme0, cntlid 1) appeared: recording it");
+    EXPECT_FALSE(w.poll(4000));  // the same devices: no change
+
+    // the path is lost and comes back on a new controller
+    fs::remove_all(root_ / "sys/class/nvme/nvme0");
+    ctrl("nvme1", "tcp", 2);
+    put("sys/class/nvme/nvme1/nvme0c1n1/diskseq", "9");
+    c = w.poll(6000);
+    ASSERT_TRUE(c);
+    EXPECT_EQ(c->admit, (std::vector<uint32_t>{kernel_dev(259, 0), kernel_dev(0, 9)}));
+    ASSERT_EQ(c->block.gone.size(), 2u);
+    EXPECT_EQ(c->block.gone[1],
+              nlohmann::json({{"kind", "path"}, {"name", "nvme0c0n1"}, {"dev", kernel_dev(0, 7)}}));
+    EXPECT_EQ(c->lines.back(), "path nvme0c0n1 (nvme0, cntlid 1) went away");
+
+    // every disk gone
+    fs::remove_all(root_ / "sys/class/nvme/nvme1");
+    c = w.poll(8000);
+    ASSERT_TRUE(c);
+    EXPECT_TRUE(c->admit.empty());
+    EXPECT_EQ(c->block.gone.size(), 2u);
+}
+
+// -d names a namespace before it exists: only it is followed, and a name
+// may be its disk, a path, its controller or its subsystem's NQN.
+TEST_F(FakeSysfs, DeviceWatchFollowsOnlyTheNamedNamespaces) {
+    DeviceWatch w({.host = true, .names = {"/dev/nvme1n1"}, .sysfs_root = sys(), .uevents = false},
+                  {}, {});
+    ctrl("nvme0", "tcp", 1);
+    put("sys/class/nvme/nvme0/nvme0n1/dev", "259:0");
+    EXPECT_FALSE(w.poll(0, true));
+    ctrl("nvme1", "tcp", 3);
+    put("sys/class/nvme/nvme1/nvme1n1/dev", "259:4");
+    auto c = w.poll(0, true);
+    ASSERT_TRUE(c);
+    EXPECT_EQ(c->admit, std::vector<uint32_t>{kernel_dev(259, 4)});
+
+    HostNamespace ns;
+    ns.name = "nvme2n1";
+    ns.ctrl = "nvme2";
+    ns.subsysnqn = "nqn.2014-08.org.example:one";
+    ns.paths.push_back({"nvme2c5n1", 0, "nvme5", 5});
+    for (const char* n :
+         {"nvme2n1", "/dev/nvme2n1", "nvme2", "nqn.2014-08.org.example:one", "nvme2c5n1", "nvme5"})
+        EXPECT_TRUE(namespace_selected(ns, {n})) << n;
+    EXPECT_TRUE(namespace_selected(ns, {}));
+    EXPECT_FALSE(namespace_selected(ns, {"nvme2n11", "nqn.2014-08.org.example"}));
+}
+
+// A target's namespaces added and removed in configfs are changes too,
+// with nothing to admit (the target role records every namespace).
+TEST_F(FakeSysfs, DeviceWatchFollowsTargetNamespaces) {
+    DeviceWatch w({.target = true,
+                   .sysfs_root = sys(),
+                   .configfs_root = (root_ / "cfg").string(),
+                   .uevents = false},
+                  {}, {});
+    put("cfg/nvmet/subsystems/nqn.t/namespaces/1/device_path", "/dev/nullb0");
+    put("cfg/nvmet/subsystems/nqn.t/namespaces/1/enable", "1");
+    auto c = w.poll(0, true);
+    ASSERT_TRUE(c);
+    ASSERT_EQ(c->block.added.size(), 1u);
+    EXPECT_EQ(c->block.added[0]["nsid"], 1);
+    EXPECT_TRUE(c->admit.empty());
+    EXPECT_EQ(c->lines[0], "target namespace 1 of nqn.t (/dev/nullb0) appeared: recording it");
+    fs::remove_all(root_ / "cfg/nvmet/subsystems/nqn.t/namespaces/1");
+    c = w.poll(0, true);
+    ASSERT_TRUE(c);
+    EXPECT_EQ(c->block.gone[0],
+              nlohmann::json({{"kind", "target_ns"}, {"subsysnqn", "nqn.t"}, {"nsid", 1}}));
+}
+
+// A controller reset or a reconnect gives a disk another controller id while
+// recording: each command gets the id its disk had when it ran.
+TEST(Devices, ControllerIdOfADiskAtEachInstant) {
+    const nlohmann::json j = nlohmann::json::parse(R"([
+        {"kind": "path", "name": "nvme0c0n1", "dev": 9, "head_dev": 5, "cntlid": 1},
+        {"kind": "path", "name": "nvme0c0n1", "dev": 9, "head_dev": 5, "cntlid": 3,
+         "appeared_ns": 5000, "gone_ns": 9000},
+        {"kind": "path", "name": "nvme0c0n1", "dev": 9, "head_dev": 5, "cntlid": 2,
+         "appeared_ns": 2000},
+        {"kind": "disk", "name": "nvme1n1", "dev": 7, "cntlid": 4, "appeared_ns": 3000}])");
+    DeviceTable table;
+    devices_from_json(j, table);
+    EXPECT_EQ(table.cntlid(9, 0), 1u);
+    EXPECT_EQ(table.cntlid(9, 1999), 1u);
+    EXPECT_EQ(table.cntlid(9, 2000), 2u);
+    EXPECT_EQ(table.cntlid(9, 4999), 2u);
+    EXPECT_EQ(table.cntlid(9, 5000), 3u);
+    EXPECT_EQ(table.cntlid(9), 3u);
+    EXPECT_EQ(table.head(9), 5u);
+    EXPECT_EQ(table.cntlid(7, 100), 4u);  // before it appeared: its only id
+    EXPECT_EQ(table.cntlid(8, 100), 0u);
 }
 
 // Null fields (the fuzzer's find: nlohmann's value() throws on them) take their

@@ -1,0 +1,173 @@
+#include "kernel/device_watch.h"
+
+#include <linux/netlink.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <set>
+
+#include <fmt/format.h>
+
+namespace nvmetrace {
+
+bool namespace_selected(const HostNamespace& ns, const std::vector<std::string>& names) {
+    if (names.empty())
+        return true;
+    for (const std::string& arg : names) {
+        const std::string n = arg.rfind("/dev/", 0) == 0 ? arg.substr(5) : arg;
+        if (n == ns.name || n == ns.ctrl || (!ns.subsysnqn.empty() && n == ns.subsysnqn))
+            return true;
+        for (const auto& p : ns.paths)
+            if (n == p.name || n == p.ctrl)
+                return true;
+    }
+    return false;
+}
+
+namespace {
+
+std::string entry_key(const nlohmann::json& d) {
+    const auto s = [&](const char* k) {
+        auto it = d.find(k);
+        return it == d.end() ? std::string() : it->dump();
+    };
+    if (d.value("kind", "") == "target_ns")
+        return fmt::format("target_ns|{}|{}|{}", s("subsysnqn"), s("nsid"), s("device_path"));
+    return fmt::format("{}|{}|{}|{}|{}", s("kind"), s("name"), s("dev"), s("ctrl"), s("cntlid"));
+}
+
+// What goes in a DEVICES block's gone list: enough to find the entry.
+nlohmann::json gone_entry(const nlohmann::json& d) {
+    nlohmann::json g = nlohmann::json::object();
+    for (const char* k : {"kind", "name", "dev", "subsysnqn", "nsid"})
+        if (auto it = d.find(k); it != d.end())
+            g[k] = *it;
+    return g;
+}
+
+std::string describe(const nlohmann::json& d) {
+    const std::string kind = d.value("kind", "");
+    if (kind == "target_ns")
+        return fmt::format("target namespace {} of {} ({})", d.value("nsid", 0u),
+                           d.value("subsysnqn", ""), d.value("device_path", ""));
+    if (kind == "path")
+        return fmt::format("path {} ({}, cntlid {})", d.value("name", ""), d.value("ctrl", ""),
+                           d.value("cntlid", 0u));
+    return fmt::format("{} ({} {}, {}, cntlid {})", d.value("name", ""), d.value("transport", ""),
+                       d.value("subsysnqn", ""), d.value("ctrl", ""), d.value("cntlid", 0u));
+}
+
+}  // namespace
+
+DeviceWatch::DeviceWatch(Options opts, const std::vector<HostNamespace>& host,
+                         const std::vector<TargetNamespace>& target)
+    : opts_(std::move(opts)) {
+    for (const auto& d : devices_to_json(host, target))
+        known_.emplace(entry_key(d), d);
+    if (opts_.uevents) {
+        fd_ = socket(AF_NETLINK, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, NETLINK_KOBJECT_UEVENT);
+        if (fd_ >= 0) {
+            sockaddr_nl sa{};
+            sa.nl_family = AF_NETLINK;
+            sa.nl_groups = 1;  // the kernel's own uevents
+            if (bind(fd_, reinterpret_cast<const sockaddr*>(&sa), sizeof(sa)) != 0) {
+                close(fd_);
+                fd_ = -1;
+            }
+        }
+    }
+}
+
+DeviceWatch::~DeviceWatch() {
+    if (fd_ >= 0)
+        close(fd_);
+}
+
+std::map<std::string, nlohmann::json> DeviceWatch::look() const {
+    std::vector<HostNamespace> host;
+    if (opts_.host) {
+        for (auto& ns : find_host_namespaces(opts_.transport, opts_.sysfs_root))
+            if (namespace_selected(ns, opts_.names))
+                host.push_back(std::move(ns));
+    }
+    std::vector<TargetNamespace> target;
+    if (opts_.target)
+        target = find_target_namespaces(opts_.configfs_root, opts_.sysfs_root);
+    std::map<std::string, nlohmann::json> out;
+    for (auto& d : devices_to_json(host, target))
+        out.emplace(entry_key(d), std::move(d));
+    return out;
+}
+
+std::optional<DeviceWatch::Change> DeviceWatch::poll(uint64_t now_ns, bool force) {
+    bool heard = false;
+    if (fd_ >= 0) {
+        char buf[8192];
+        for (;;) {
+            const ssize_t n = recv(fd_, buf, sizeof(buf), MSG_DONTWAIT);
+            if (n > 0) {
+                // block devices and nvme controllers; other subsystems are not ours
+                const std::string_view m(buf, static_cast<size_t>(n));
+                if (m.find("SUBSYSTEM=block") != m.npos || m.find("SUBSYSTEM=nvme") != m.npos)
+                    heard = true;
+                continue;
+            }
+            if (n < 0 && errno == EINTR)
+                continue;
+            if (n < 0 && errno == ENOBUFS) {  // uevents were lost: look anyway
+                heard = true;
+                continue;
+            }
+            break;
+        }
+    }
+    if (!force && !heard && now_ns - last_ < opts_.period_ns)
+        return std::nullopt;
+    last_ = now_ns;
+    std::map<std::string, nlohmann::json> now;
+    try {
+        now = look();
+    } catch (const std::exception&) {
+        last_ = 0;  // a device went away under the scan: look again next time
+        return std::nullopt;
+    }
+    Change c;
+    // a disk that stays but changes controller (a reset or a reconnect
+    // gives it another controller id): gone and added, one line
+    std::map<std::string, const nlohmann::json*> was;
+    for (const auto& [k, d] : known_)
+        if (!now.count(k))
+            was.emplace(gone_entry(d).dump(), &d);
+    for (const auto& [k, d] : now) {
+        if (known_.count(k))
+            continue;
+        c.block.added.push_back(d);
+        const std::string kind = d.value("kind", "");
+        if ((kind == "disk" || kind == "path") && d.value("dev", 0u) != 0)
+            c.admit.push_back(d.value("dev", 0u));
+        const auto w = was.find(gone_entry(d).dump());
+        if (w != was.end() && kind != "target_ns")
+            c.lines.push_back(fmt::format("{}: controller id was {}: recording it", describe(d),
+                                          w->second->value("cntlid", 0u)));
+        else
+            c.lines.push_back(fmt::format("{} appeared: recording it", describe(d)));
+    }
+    std::set<std::string> changed;
+    for (const auto& d : c.block.added)
+        changed.insert(gone_entry(d).dump());
+    for (const auto& [k, d] : known_) {
+        if (now.count(k))
+            continue;
+        c.block.gone.push_back(gone_entry(d));
+        if (!changed.count(gone_entry(d).dump()))
+            c.lines.push_back(fmt::format("{} went away", describe(d)));
+    }
+    known_ = std::move(now);
+    if (c.empty())
+        return std::nullopt;
+    return c;
+}
+
+}  // namespace nvmetrace
