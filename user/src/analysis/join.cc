@@ -26,6 +26,10 @@ namespace nvmetrace {
 
 namespace {
 
+// How long after a device was admitted a command on it may still have been
+// issued before (host clock, with the offset estimate's error).
+constexpr uint64_t kAdmitSlack_ns = 50'000'000;
+
 int first_present(const Command& c, std::initializer_list<uint16_t> events) {
     for (uint16_t ev : events)
         if (c.has(event_slot(ev)))
@@ -108,14 +112,17 @@ std::string_view unmatched_reason(Unmatched u, Side side) {
         case Unmatched::other_controller:
             return h ? "no target recording for that controller"
                      : "no host recording for that controller";
+        case Unmatched::before_device:
+            return h ? "before the target recording followed its device"
+                     : "before or as the host recording began to follow its device";
     }
     return "?";
 }
 
 std::string_view unmatched_key(Unmatched u) {
-    static constexpr std::string_view kKeys[] = {"no_command_id",  "not_sampled",
-                                                 "outside_window", "not_found",
-                                                 "no_other_side",  "other_controller"};
+    static constexpr std::string_view kKeys[] = {
+        "no_command_id", "not_sampled",      "outside_window", "not_found",
+        "no_other_side", "other_controller", "before_device"};
     static_assert(std::size(kKeys) == kUnmatchedReasons);
     return kKeys[static_cast<size_t>(u)];
 }
@@ -258,7 +265,7 @@ void Joiner::emit_unmatched(Entry& e, int side, const Sink& sink) {
         why = Unmatched::no_command_id;
     } else {
         // The other side's recordings of this controller, if any is known.
-        bool any_ctrl = false, any_sampled = false, any_inside = false;
+        bool any_ctrl = false, any_sampled = false, any_inside = false, any_followed = false;
         for (size_t i = 0; i < sources_.size(); i++) {
             const Source& o = sources_[i];
             if (o.side == mine)
@@ -274,13 +281,27 @@ void Joiner::emit_unmatched(Entry& e, int side, const Sink& sink) {
             // the command's time on the other recording's clock
             int64_t shift = mine == Side::host ? sources_[e.source].offset_ns : -o.offset_ns;
             uint64_t t = join_anchor(e.cmd) + static_cast<uint64_t>(shift);
-            if (t >= o.first_ts && t <= o.last_ts)
-                any_inside = true;
+            if (t < o.first_ts || t > o.last_ts)
+                continue;
+            any_inside = true;
+            // A controller that came or went while the host recorded: its
+            // commands are recorded from the instant its devices were
+            // admitted until they went.  One that ran outside, or in flight
+            // as the device was admitted, is not a loss; kAdmitSlack_ns
+            // covers the clock estimate and the command's own time.
+            const auto f = id ? o.followed.find({id, e.cmd.nsid}) : o.followed.end();
+            if (f == o.followed.end())
+                any_followed = true;
+            else
+                for (const auto& [from, to] : f->second)
+                    if ((from == 0 || t >= from + kAdmitSlack_ns) && t < to)
+                        any_followed = true;
         }
-        why = !any_ctrl      ? Unmatched::other_controller
-              : !any_sampled ? Unmatched::not_sampled
-              : !any_inside  ? Unmatched::outside_window
-                             : Unmatched::not_found;
+        why = !any_ctrl       ? Unmatched::other_controller
+              : !any_sampled  ? Unmatched::not_sampled
+              : !any_inside   ? Unmatched::outside_window
+              : !any_followed ? Unmatched::before_device
+                              : Unmatched::not_found;
     }
     (side == 0 ? jc_.host_unmatched : jc_.target_unmatched)[static_cast<size_t>(why)]++;
     sink(e.cmd);
@@ -354,6 +375,55 @@ JoinCounts Joiner::join(const Sink& sink) {
 }
 
 // ----------------------------------------------------------------- files
+
+// When a host recording followed each namespace of each controller
+// ([from, to) on its clock, Source::followed), from its disks' appeared_ns
+// and gone_ns; a path disk's namespace is its head's.  Only the namespaces
+// with a disk that came or went while it recorded.
+Followed host_followed(const RecordingMeta& m) {
+    Followed spans;
+    std::set<std::pair<uint16_t, uint32_t>> changed;
+    if (!m.devices.is_array())
+        return spans;
+    const auto num = [](const nlohmann::json& d, const char* k, uint64_t dflt) {
+        const auto it = d.find(k);
+        if (it == d.end() || !it->is_number_integer())
+            return dflt;
+        if (it->is_number_unsigned())
+            return it->get<uint64_t>();
+        const int64_t v = it->get<int64_t>();  // written by this process: signed
+        return v >= 0 ? static_cast<uint64_t>(v) : dflt;
+    };
+    const auto kind = [](const nlohmann::json& d) {
+        const auto it = d.find("kind");
+        return it != d.end() && it->is_string() ? it->get<std::string>() : std::string();
+    };
+    std::map<uint64_t, uint64_t> nsid_of;  // head disk dev -> nsid
+    for (const auto& d : m.devices)
+        if (d.is_object() && kind(d) == "disk")
+            nsid_of[num(d, "dev", 0)] = num(d, "nsid", 0);
+    for (const auto& d : m.devices) {
+        if (!d.is_object())
+            continue;
+        const std::string k = kind(d);
+        const uint64_t id64 = num(d, "cntlid", 0);
+        if ((k != "disk" && k != "path") || !id64 || id64 > UINT16_MAX)
+            continue;
+        const uint64_t ns = k == "disk"                            ? num(d, "nsid", 0)
+                            : nsid_of.count(num(d, "head_dev", 0)) ? nsid_of[num(d, "head_dev", 0)]
+                                                                   : 0;
+        if (ns > UINT32_MAX)
+            continue;
+        const std::pair<uint16_t, uint32_t> key{static_cast<uint16_t>(id64),
+                                                static_cast<uint32_t>(ns)};
+        const uint64_t from = num(d, "appeared_ns", 0), to = num(d, "gone_ns", UINT64_MAX);
+        if (from || to != UINT64_MAX)
+            changed.insert(key);
+        spans[key].emplace_back(from, to);
+    }
+    std::erase_if(spans, [&](const auto& kv) { return !changed.count(kv.first); });
+    return spans;
+}
 
 namespace {
 
@@ -545,7 +615,8 @@ JoinedReport join_files(const std::vector<std::string>& files, const JoinFilesOp
         if (role_has(m.role, "host")) {
             rep.host_files++;
             s->origin = next_origin++;
-            Joiner::Source src{Side::host, m.sample, m.seed, start, UINT64_MAX, 0, host_cntlids(m)};
+            Joiner::Source src{Side::host, m.sample, m.seed,          start,
+                               UINT64_MAX, 0,        host_cntlids(m), host_followed(m)};
             if (tclock && !same_clock(tclock->meta, m))
                 src.offset_ns =
                     calibrate(s->path, m, target_paths, tclock->meta, opts.calibration_commands);

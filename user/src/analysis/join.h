@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <map>
 #include <optional>
 #include <span>
 #include <string>
@@ -59,8 +60,9 @@ enum class Unmatched : uint8_t {
     not_found,         // inside the other recording, but not in it (records lost, cut)
     no_other_side,     // no recording of the other side
     other_controller,  // the other side's recordings are not of its controller
+    before_device,     // target: its controller's host device was not followed then
 };
-inline constexpr size_t kUnmatchedReasons = 6;
+inline constexpr size_t kUnmatchedReasons = 7;
 std::string_view unmatched_reason(Unmatched u, Side side);
 std::string_view unmatched_key(Unmatched u);  // "not_sampled", for JSON
 
@@ -93,6 +95,17 @@ struct JoinCounts {
 // past its send, for its partner.  Memory: the commands waiting, i.e. about
 // the command rate times the window for unmatched ones, and times the offset
 // error (small after the first matches) for matched ones.
+struct RecordingMeta;
+
+// (cntlid, nsid) -> the [from, to) spans of a host recording's clock in
+// which it followed that namespace of that controller.
+using Followed =
+    std::map<std::pair<uint16_t, uint32_t>, std::vector<std::pair<uint64_t, uint64_t>>>;
+// A host recording's Followed, from its devices' appeared_ns and gone_ns (a
+// path disk's namespace is its head's); only the namespaces with a disk that
+// came or went while it recorded.
+Followed host_followed(const RecordingMeta& m);
+
 class Joiner {
 public:
     struct Source {
@@ -105,6 +118,10 @@ public:
         // host: the controllers of its devices; target: the controllers it
         // served.  Empty: unknown (then no command is "other_controller").
         std::vector<uint16_t> cntlids;
+        // host: when (its own clock) it followed each namespace of each
+        // controller, (cntlid, nsid) -> [from, to) spans (from 0: at the
+        // start; to UINT64_MAX: to the end).  One not in it: all along.
+        Followed followed = {};
     };
     struct Options {
         uint64_t window_ns = 2'000'000'000;  // how long a command waits for its partner

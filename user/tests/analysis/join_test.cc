@@ -3,6 +3,7 @@
 #include "analysis/assembler.h"
 #include "analysis/components.h"
 #include "analysis/records.h"
+#include "format/recfile.h"
 #include "report/printer.h"
 #include "synth.h"
 #include "tempdir.h"
@@ -601,6 +602,69 @@ TEST(Join, UnmatchedBothWaysWithReasons) {
     EXPECT_EQ(jc.host_unmatched[static_cast<size_t>(Unmatched::outside_window)], 1u);
     EXPECT_EQ(jc.host_unmatched[static_cast<size_t>(Unmatched::not_found)], 1u);
     EXPECT_EQ(jc.target_unmatched[static_cast<size_t>(Unmatched::not_found)], 1u);
+}
+
+// A namespace of a controller whose disks the host followed only for a
+// while (they appeared and went while it recorded): a target command on it
+// outside those spans, or in flight as its disk was admitted, is not a loss.
+TEST(Join, TargetCommandsWhileTheHostDidNotFollowTheirDevice) {
+    Joiner jn;
+    Joiner::Source host{Side::host, 1, 0, 0, UINT64_MAX, 0, {1}};
+    host.followed[{1, 1}] = {{100'000'000, 300'000'000}, {500'000'000, UINT64_MAX}};
+    host.followed[{1, 2}] = {{0, UINT64_MAX}};  // another namespace: no say on nsid 1
+    size_t hs = jn.add_source(host);
+    size_t ts = jn.add_source({Side::target, 1, 0, 0, UINT64_MAX, 0, {}});
+    jn.add(hs, host_cmd(200'000'000, 1, 1, 8, 50'000));  // matched
+    jn.add(ts, target_cmd(200'003'000, 1, 1, 8, 40'000));
+    jn.add(ts, target_cmd(90'000'000, 1, 2, 16, 40'000));   // before the device appeared
+    jn.add(ts, target_cmd(120'000'000, 1, 3, 24, 40'000));  // just after: in flight then
+    jn.add(ts, target_cmd(400'000'000, 1, 4, 32, 40'000));  // between gone and back
+    jn.add(ts, target_cmd(250'000'000, 1, 5, 40, 40'000));  // followed then: a loss
+    jn.add(ts, target_cmd(600'000'000, 1, 6, 48, 40'000));  // followed again: a loss
+    JoinCounts jc = jn.join([](const Command&) {});
+    EXPECT_EQ(jc.matched, 1u);
+    EXPECT_EQ(jc.target_unmatched[static_cast<size_t>(Unmatched::before_device)], 3u);
+    EXPECT_EQ(jc.target_unmatched[static_cast<size_t>(Unmatched::not_found)], 2u);
+    EXPECT_EQ(unmatched_key(Unmatched::before_device), "before_device");
+}
+
+// The spans come from the devices as the reader leaves them after the
+// DEVICES blocks: a path disk counts for its head's namespace, a reset
+// moves a disk to another controller id, a disk there from the start and
+// never gone has no say.
+TEST(Join, FollowedSpansFromTheDeviceChanges) {
+    RecordingMeta m;
+    m.devices = nlohmann::json::array();
+    m.devices.push_back(
+        {{"kind", "disk"}, {"name", "nvme9n1"}, {"dev", 3}, {"nsid", 4}, {"cntlid", 9}});
+    apply_device_change(
+        m,
+        {1000,
+         nlohmann::json::array(
+             {{{"kind", "disk"}, {"name", "nvme0n1"}, {"dev", 5}, {"nsid", 1}, {"cntlid", 1}},
+              {{"kind", "path"},
+               {"name", "nvme0c0n1"},
+               {"dev", 7},
+               {"head_dev", 5},
+               {"cntlid", 1}}}),
+         nlohmann::json::array()},
+        "test");
+    apply_device_change(
+        m,
+        {2000,
+         nlohmann::json::array({{{"kind", "path"},
+                                 {"name", "nvme0c0n1"},
+                                 {"dev", 7},
+                                 {"head_dev", 5},
+                                 {"cntlid", 2}}}),
+         nlohmann::json::array({{{"kind", "path"}, {"name", "nvme0c0n1"}, {"dev", 7}}})},
+        "test");
+    const Followed f = host_followed(m);
+    using Spans = std::vector<std::pair<uint64_t, uint64_t>>;
+    EXPECT_EQ(f.size(), 2u);
+    EXPECT_EQ(f.at({1, 1}), (Spans{{1000, UINT64_MAX}, {1000, 2000}}));  // the disk, the path
+    EXPECT_EQ(f.at({2, 1}), (Spans{{2000, UINT64_MAX}}));
+    EXPECT_FALSE(f.count({9, 4}));
 }
 
 TEST(Join, NotSampledOnTheOtherSide) {
