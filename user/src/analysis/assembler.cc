@@ -428,7 +428,11 @@ void Assembler::emit(Command& c) {
 void Assembler::finish() {
     // held commands are complete at the block layer: hand them on as they are
     expire_tail(UINT64_MAX);
-    counts_.cut_end += host_.size();
+    // a command whose disk went away after its last record never completed
+    // because of that, not because the recording ended first
+    for (const auto& [key, f] : host_) {
+        (devices_.gone_after(f.cmd.dev, f.cmd.last_ts()) ? counts_.device_gone : counts_.cut_end)++;
+    }
     // target commands that waited only for a trailing event are done as they are
     for (auto& [key, f] : target_) {
         if (f.cmd.has(target_ends_[1]))

@@ -102,6 +102,7 @@ struct AssemblyCounts {
     uint64_t cut_start = 0;             // no first event (recording began mid-command,
                                         // or the record was lost)
     uint64_t cut_end = 0;               // still in flight at the end of the recording
+    uint64_t device_gone = 0;           // in flight when its device went away (DEVICES)
     uint64_t lost_end = 0;              // its key was reused before its last event
     uint64_t bios_unmatched = 0;        // block_bio_queue never followed by its request
                                         // (merged into another request, or lost)
@@ -118,7 +119,7 @@ struct AssemblyCounts {
     std::vector<GapRun> gaps;           // the drop runs, in the order their markers came
     uint64_t first_ts = 0, last_ts = 0;  // of all records
 
-    uint64_t incomplete() const { return cut_start + cut_end + lost_end; }
+    uint64_t incomplete() const { return cut_start + cut_end + device_gone + lost_end; }
 };
 
 // A FIFO that keeps its first element inline and allocates only for more:

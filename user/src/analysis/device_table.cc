@@ -10,6 +10,7 @@ namespace nvmetrace {
 void DeviceTable::add(uint32_t dev, Disk d, uint64_t since) {
     auto [it, fresh] = disks_.try_emplace(dev);
     std::vector<std::pair<uint64_t, uint16_t>> history = std::move(it->second.history);
+    std::vector<uint64_t> gone = std::move(it->second.gone);
     if (fresh || history.empty())
         history = {{0, fresh ? d.cntlid : it->second.cntlid}};
     if (!fresh) {
@@ -19,17 +20,34 @@ void DeviceTable::add(uint32_t dev, Disk d, uint64_t since) {
         history.insert(pos, {since, d.cntlid});
     }
     d.history = std::move(history);
+    d.gone = std::move(gone);
     it->second = std::move(d);
 }
 
 void DeviceTable::add_disk(uint32_t dev, std::string name, uint32_t block_size, uint16_t cntlid,
                            uint64_t since) {
-    add(dev, Disk{std::move(name), dev, block_size, cntlid, {}}, since);
+    add(dev, Disk{std::move(name), dev, block_size, cntlid, {}, {}}, since);
 }
 
 void DeviceTable::add_path(uint32_t path_dev, uint32_t head_dev, std::string name, uint16_t cntlid,
                            uint64_t since) {
-    add(path_dev, Disk{std::move(name), head_dev, 0, cntlid, {}}, since);
+    add(path_dev, Disk{std::move(name), head_dev, 0, cntlid, {}, {}}, since);
+}
+
+void DeviceTable::set_gone(uint32_t dev, uint64_t ts) {
+    if (auto it = disks_.find(dev); it != disks_.end()) {
+        auto& g = it->second.gone;
+        g.insert(std::upper_bound(g.begin(), g.end(), ts), ts);
+    }
+}
+
+uint64_t DeviceTable::gone_after(uint32_t dev, uint64_t ts) const {
+    auto it = disks_.find(dev);
+    if (it == disks_.end())
+        return 0;
+    const auto& g = it->second.gone;
+    auto pos = std::lower_bound(g.begin(), g.end(), ts);
+    return pos == g.end() ? 0 : *pos;
 }
 
 uint16_t DeviceTable::cntlid(uint32_t dev, uint64_t ts) const {

@@ -35,6 +35,10 @@ public:
     std::string disk_name(uint32_t dev) const;
     std::string target_name(uint32_t nsid) const;
     uint32_t target_block_size(uint32_t nsid) const;  // 0: unknown
+    // A disk went away while recording, at ts (the records' clock).
+    void set_gone(uint32_t dev, uint64_t ts);
+    // The first time at or after ts the disk went away; 0: none.
+    uint64_t gone_after(uint32_t dev, uint64_t ts) const;
     // The controller id of the controller a (path) disk belongs to at ts
     // (the last one known: UINT64_MAX); 0: unknown.
     uint16_t cntlid(uint32_t dev, uint64_t ts = UINT64_MAX) const;
@@ -47,6 +51,7 @@ private:
         uint32_t head = 0;
         uint32_t block_size = 0;
         uint16_t cntlid = 0;
+        std::vector<uint64_t> gone;  // when it went away, in order
         // (since, cntlid) when the controller changed while recording, by since
         std::vector<std::pair<uint64_t, uint16_t>> history;
     };

@@ -737,6 +737,7 @@ JoinedReport join_files(const std::vector<std::string>& files, const JoinFilesOp
         t.complete += a.complete;
         t.cut_start += a.cut_start;
         t.cut_end += a.cut_end;
+        t.device_gone += a.device_gone;
         t.lost_end += a.lost_end;
         t.bios_unmatched += a.bios_unmatched;
         t.inserts_unmatched += a.inserts_unmatched;

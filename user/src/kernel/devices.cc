@@ -237,7 +237,11 @@ void devices_from_json(const nlohmann::json& devices, DeviceTable& table) {
         } else if (kind == "path") {
             table.add_path(num("dev"), num("head_dev"), str("name"),
                            json_int_or<uint16_t>(d, "cntlid", 0, "device"), since);
-        } else if (kind == "target_ns") {
+        }
+        if ((kind == "disk" || kind == "path") && d.contains("gone_ns"))
+            table.set_gone(num("dev"), static_cast<uint64_t>(std::max<int64_t>(
+                                           0, json_int_or<int64_t>(d, "gone_ns", 0, "device"))));
+        if (kind == "target_ns") {
             const std::string name = fs::path(str("device_path")).filename();
             table.add_target_namespace(
                 num("nsid"), name.empty() ? fmt::format("ns{}", num("nsid")) : name, num("lbs"));

@@ -345,6 +345,9 @@ std::string summary_text(const Summary& s, const AssemblyCounts& counts,
             why.push_back(fmt::format("{} without their first record", counts.cut_start));
         if (counts.cut_end)
             why.push_back(fmt::format("{} still running at the end", counts.cut_end));
+        if (counts.device_gone)
+            why.push_back(
+                fmt::format("{} in flight when their device went away", counts.device_gone));
         if (counts.lost_end)
             why.push_back(fmt::format("{} without their last record", counts.lost_end));
         out += fmt::format("incomplete: {} commands not reported ({})\n", counts.incomplete(),
@@ -503,6 +506,7 @@ nlohmann::json summary_json(const Summary& s, const AssemblyCounts& counts,
                      {"failed", s.failed},
                      {"cut_start", counts.cut_start},
                      {"cut_end", counts.cut_end},
+                     {"device_gone", counts.device_gone},
                      {"lost_end", counts.lost_end},
                      {"bios_unmatched", counts.bios_unmatched},
                      {"inserts_unmatched", counts.inserts_unmatched},

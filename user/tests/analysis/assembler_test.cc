@@ -387,6 +387,22 @@ TEST_F(AssemblerTest, SchedulerInsertWithoutTagIsAttached) {
     EXPECT_EQ(assembler.waiting(), 0u);
 }
 
+// A command in flight when its disk went away (a DEVICES block says when)
+// is incomplete for that reason, not because the recording ended first; one
+// whose disk went before it began, and came back, still runs at the end.
+TEST_F(AssemblerTest, CommandsOfADiskThatWentAwayAreIncompleteForThatReason) {
+    devices.set_gone(kNvme1n1, 2000);
+    devices.set_gone(kNvme0n1, 500);
+    feed({bio(1000, 20, kNvme1n1), host(NVMETRACE_EV_NVME_SETUP, 1010, 3, 20, false, kNvme1c1n1)});
+    feed({bio(1000, 40), host(NVMETRACE_EV_NVME_SETUP, 1010, 4, 40)});
+    assembler.finish();
+    const auto& c = assembler.counts();
+    EXPECT_EQ(c.device_gone, 1u);
+    EXPECT_EQ(c.cut_end, 1u);
+    EXPECT_EQ(c.incomplete(), 2u);
+    EXPECT_TRUE(out.empty());
+}
+
 TEST_F(AssemblerTest, CutCommandsAreCountedNotEmitted) {
     // Starts before the recording: no bio, first record is the issue.
     feed({host(NVMETRACE_EV_RQ_ISSUE, 100, 1, 10), host(NVMETRACE_EV_NVME_COMPLETE, 300, 1, 10),

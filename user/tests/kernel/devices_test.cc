@@ -253,6 +253,9 @@ TEST(Devices, ControllerIdOfADiskAtEachInstant) {
     EXPECT_EQ(table.head(9), 5u);
     EXPECT_EQ(table.cntlid(7, 100), 4u);  // before it appeared: its only id
     EXPECT_EQ(table.cntlid(8, 100), 0u);
+    EXPECT_EQ(table.gone_after(9, 0), 9000u);  // the second entry went, the third stays
+    EXPECT_EQ(table.gone_after(9, 9001), 0u);
+    EXPECT_EQ(table.gone_after(7, 0), 0u);
 }
 
 // Null fields (the fuzzer's find: nlohmann's value() throws on them) take their
