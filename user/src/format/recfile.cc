@@ -336,38 +336,52 @@ DeviceChange device_change_from_json(const nlohmann::json& j) {
 
 namespace {
 
-// Whether META device entry d is the device gone entry g names.
-bool same_device(const nlohmann::json& d, const nlohmann::json& g) {
-    const auto field = [](const nlohmann::json& j, const char* k) {
-        auto it = j.find(k);
-        return it == j.end() ? nlohmann::json() : *it;
+// What a gone entry and the device entry it names have in common, as text:
+// kind, name and dev (a target namespace: subsystem and nsid).
+std::string device_key(const nlohmann::json& d) {
+    const auto field = [&](const char* k) {
+        auto it = d.find(k);
+        return it == d.end() ? std::string("-") : it->dump();
     };
-    if (field(d, "kind") != field(g, "kind"))
-        return false;
-    if (field(d, "kind") == "target_ns")
-        return field(d, "subsysnqn") == field(g, "subsysnqn") &&
-               field(d, "nsid") == field(g, "nsid");
-    return field(d, "name") == field(g, "name") && field(d, "dev") == field(g, "dev");
+    if (field("kind") == "\"target_ns\"")
+        return fmt::format("t|{}|{}", field("subsysnqn"), field("nsid"));
+    return fmt::format("{}|{}|{}", field("kind"), field("name"), field("dev"));
 }
 
 }  // namespace
 
-void apply_device_change(RecordingMeta& meta, const DeviceChange& c, const std::string& where) {
+void DeviceIndex::catch_up(const nlohmann::json& devices) {
+    for (; indexed < devices.size(); indexed++) {
+        const nlohmann::json& d = devices[indexed];
+        if (d.is_object() && !d.contains("gone_ns"))
+            open[device_key(d)].push_back(indexed);
+    }
+}
+
+void apply_device_change(RecordingMeta& meta, const DeviceChange& c, const std::string& where,
+                         DeviceIndex* index) {
+    DeviceIndex local;
+    DeviceIndex& idx = index ? *index : local;
+    idx.catch_up(meta.devices);
     // gone first: a disk that changed controller in this change is gone
     // (its old entry) and added (its new one)
     for (const nlohmann::json& g : c.gone) {
         if (!g.is_object())
             continue;
-        for (auto it = meta.devices.rbegin(); it != meta.devices.rend(); ++it) {
-            if (!it->contains("gone_ns") && same_device(*it, g)) {
-                (*it)["gone_ns"] = c.monotonic_ns;
-                break;
-            }
-        }
+        auto it = idx.open.find(device_key(g));
+        if (it == idx.open.end() || it->second.empty())
+            continue;
+        meta.devices[it->second.back()]["gone_ns"] = c.monotonic_ns;
+        it->second.pop_back();
     }
     for (size_t i = 0; i < c.added.size(); i++) {
         const std::string at = fmt::format("{}.added[{}]", where, i);
         try {
+            if (meta.devices.size() >= kMaxDevices)
+                throw Error(
+                    fmt::format("{}: the recording already names {} devices, the most a "
+                                "reader keeps",
+                                at, kMaxDevices));
             check_device_entry(c.added[i], at);
             nlohmann::json d = c.added[i];
             d["appeared_ns"] = c.monotonic_ns;
@@ -376,6 +390,7 @@ void apply_device_change(RecordingMeta& meta, const DeviceChange& c, const std::
             meta.dropped_devices.push_back(fmt::format("{}; that device is left out", e.what()));
         }
     }
+    idx.catch_up(meta.devices);
 }
 
 RecordingMeta meta_from_json(const nlohmann::json& j) {

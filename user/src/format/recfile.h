@@ -22,6 +22,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -224,11 +225,22 @@ struct DeviceChange {
 [[nodiscard]] nlohmann::json device_change_to_json(const DeviceChange& c);
 // Throws nlohmann::json::exception or Error on a malformed document.
 [[nodiscard]] DeviceChange device_change_from_json(const nlohmann::json& j);
+// The device entries of a meta that have not gone, by what a gone entry
+// names, so that applying the changes of a file is linear in its size.
+struct DeviceIndex {
+    std::unordered_map<std::string, std::vector<size_t>> open;
+    size_t indexed = 0;  // entries of the devices array looked at so far
+    void catch_up(const nlohmann::json& devices);
+};
+// Most device entries a reader keeps (a machine has a few hundred at most).
+inline constexpr size_t kMaxDevices = 65536;
 // Applies c to meta's devices: the latest entry without "gone_ns" matching
 // each gone one gets it, then added entries are appended with "appeared_ns".
-// Entries that fail check_device_entry() go to dropped_devices (where: the
-// block, for the message).
-void apply_device_change(RecordingMeta& meta, const DeviceChange& c, const std::string& where);
+// Entries that fail check_device_entry(), or past kMaxDevices, go to
+// dropped_devices (where: the block, for the message).  index: kept by the
+// caller across the changes of one meta (null: built for this change).
+void apply_device_change(RecordingMeta& meta, const DeviceChange& c, const std::string& where,
+                         DeviceIndex* index = nullptr);
 
 // A meta with this host's hostname and kernel release and the start time
 // pair taken now; the caller fills the rest.

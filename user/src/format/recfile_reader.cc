@@ -326,6 +326,7 @@ void RecordingReader::scan_devices() {
     // that every consumer knows every device before the first record.
     const uint64_t start = offset_;
     const uint64_t start_block = block_;
+    DeviceIndex index;
     while (end_ == RecordingEnd::reading) {
         BlockHeader hdr{};
         if (pread_full(fd_, &hdr, sizeof(hdr), offset_) != static_cast<ssize_t>(sizeof(hdr)) ||
@@ -348,7 +349,7 @@ void RecordingReader::scan_devices() {
                     reinterpret_cast<const char*>(json_.data()),
                     reinterpret_cast<const char*>(json_.data()) + json_.size()));
                 const size_t dropped = meta_.dropped_devices.size();
-                apply_device_change(meta_, c, where);
+                apply_device_change(meta_, c, where, &index);
                 for (size_t i = dropped; i < meta_.dropped_devices.size(); i++)
                     notes_.push_back(fmt::format("{}: {}", path_, meta_.dropped_devices[i]));
             } catch (const std::exception& e) {

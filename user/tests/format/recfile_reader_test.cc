@@ -281,6 +281,28 @@ TEST(RecFileDevices, ChangesAreAppliedBeforeTheFirstRecord) {
     EXPECT_EQ(r.notes().size(), 1u);  // reading the records adds nothing
 }
 
+// Many devices (a hostile file, or a very busy machine): each gone entry
+// finds its device through an index, not by a scan of every entry, and the
+// reader keeps at most kMaxDevices, saying what it left out.
+TEST(RecFileDevices, ManyDevicesAreBoundedAndEachGoneFindsItsOwn) {
+    RecordingMeta meta;
+    meta.devices = nlohmann::json::array();
+    DeviceIndex index;
+    DeviceChange add{100, nlohmann::json::array(), nlohmann::json::array()};
+    for (size_t i = 0; i < kMaxDevices + 2; i++)
+        add.added.push_back({{"kind", "path"}, {"name", "p"}, {"dev", i}});
+    apply_device_change(meta, add, "block 1", &index);
+    ASSERT_EQ(meta.devices.size(), kMaxDevices);
+    ASSERT_EQ(meta.dropped_devices.size(), 2u);
+    EXPECT_THAT(meta.dropped_devices[0], HasSubstr("the most a reader keeps"));
+    DeviceChange gone{200, nlohmann::json::array(), nlohmann::json::array()};
+    for (size_t i = 0; i < kMaxDevices; i += 2)
+        gone.gone.push_back({{"kind", "path"}, {"name", "p"}, {"dev", i}});
+    apply_device_change(meta, gone, "block 2", &index);
+    for (size_t i = 0; i < kMaxDevices; i++)
+        ASSERT_EQ(meta.devices[i].contains("gone_ns"), i % 2 == 0) << i;
+}
+
 // A DEVICES block that is not JSON of the right shape is passed over with a
 // note; one whose checksum fails stops the reader there, as any block does.
 TEST(RecFileDevices, BadBlocksAreNotedOrStopTheReader) {
