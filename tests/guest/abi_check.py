@@ -24,7 +24,7 @@ A = dict(ABI_VERSION=1, MODULE_VERSION=2, RING_VERSION=3, STATE=4, NR_RINGS=5, R
          RING_MAP_SIZE=7, REC_SIZE=8, RECORDS=9, LOST=10, ROLE=11, SAMPLE=12, SEED=13,
          DEVS=14, DEV=15, HOOK=16, HOOK_NAME=17, HOOK_KIND=18, HOOK_STATE=19, HOOK_ERROR=20,
          FLAGS=22, LAYOUT=24)
-CMD = dict(GET_VERSION=1, GET_STATUS=2, START=3, STOP=4, GET_HOOKS=5)
+CMD = dict(GET_VERSION=1, GET_STATUS=2, START=3, STOP=4, GET_HOOKS=5, ADMIT=8)
 
 def attr(t, payload):
     l = 4 + len(payload)
@@ -86,8 +86,8 @@ fam = struct.unpack("H", msgs[0][CTRL_ATTR_FAMILY_ID])[0]
 
 err, msgs, _ = g.req(fam, CMD["GET_VERSION"])
 v = msgs[0] if msgs else {}
-check(err == 0 and u32(v[A["ABI_VERSION"]]) == 4 and u32(v[A["RING_VERSION"]]) == 2,
-      "GET_VERSION abi 4, ring 2")
+check(err == 0 and u32(v[A["ABI_VERSION"]]) == 5 and u32(v[A["RING_VERSION"]]) == 2,
+      "GET_VERSION abi 5, ring 2")
 mv = v.get(A["MODULE_VERSION"], b"").rstrip(b"\0").decode()
 check(mv == open(os.environ["NVMETRACE_SRC"] + "/VERSION").read().strip(), "MODULE_VERSION " + mv)
 
@@ -104,8 +104,9 @@ check(u32(st[A["REC_SIZE"]]) == 48 and u64(st[A["RECORDS"]]) == 0 and u64(st[A["
       "REC_SIZE 48, RECORDS 0, LOST 0")
 check(u32(st[A["SAMPLE"]]) == 1 and u32(st[A["ROLE"]]) == 0, "idle SAMPLE 1 ROLE 0")
 
-err, _, ext = g.req(fam, CMD["GET_STATUS"], attr(A["FLAGS"], struct.pack("I", 1)))
-check(err == -errno.EINVAL and ext, "FLAGS=1 -> EINVAL, extack '%s'" % ext)
+# bit 0 is START's DEV_FILTER (ABI 5); bit 1 is unknown
+err, _, ext = g.req(fam, CMD["GET_STATUS"], attr(A["FLAGS"], struct.pack("I", 2)))
+check(err == -errno.EINVAL and ext, "FLAGS=2 -> EINVAL, extack '%s'" % ext)
 err, _, ext = g.req(fam, CMD["GET_STATUS"], attr(A["FLAGS"], struct.pack("I", 0)))
 check(err == 0, "FLAGS=0 accepted")
 err, _, ext = g.req(fam, CMD["GET_STATUS"], attr(A["RECORDS"], struct.pack("Q", 0)))
@@ -140,9 +141,21 @@ check(hooks.get("nvmet_req_init", (9,))[0] == 0, "target hook not asked for: det
 nvme_core = os.path.isdir("/sys/module/nvme_core")
 check(hooks.get("nvme_setup_cmd", (9,))[0] == (1 if nvme_core else 2),
       "nvme_setup_cmd %s" % ("attached (nvme_core loaded)" if nvme_core else "waiting for nvme_core"))
-devs = attr(A["DEVS"] | 0x8000, b"".join(attr(A["DEV"], struct.pack("I", i)) for i in range(17)))
+# ADMIT by hand: the recording above named 3 devices, so it has a filter
+err, msgs, ext = g.req(fam, CMD["ADMIT"], attr(A["DEVS"] | 0x8000, attr(A["DEV"], struct.pack("I", 7))))
+got = []
+if err == 0 and msgs:
+    nest = msgs[0].get(A["DEVS"], b"")
+    while len(nest) >= 8:
+        l, t = struct.unpack_from("HH", nest)
+        got.append(struct.unpack_from("I", nest, 4)[0])
+        nest = nest[(l + 3) & ~3:]
+check(err == 0 and got == [0, 1, 2, 7], "ADMIT one device -> the recording's 4 (%s, '%s')" % (got, ext))
+err, _, ext = g.req(fam, CMD["ADMIT"])
+check(err == -errno.EINVAL, "ADMIT without DEVS -> EINVAL (%d, '%s')" % (err, ext))
+devs = attr(A["DEVS"] | 0x8000, b"".join(attr(A["DEV"], struct.pack("I", i)) for i in range(65)))
 err, _, ext = g.req(fam, CMD["START"], attr(A["ROLE"], struct.pack("I", 3)) + devs)
-check(err == -errno.EINVAL, "START 17 devs -> EINVAL ('%s')" % ext)
+check(err == -errno.EINVAL and "too many" in ext, "START 65 devs -> EINVAL ('%s')" % ext)
 # a module's BTF identity (NVMETRACE_L_BTF_NVME_TCP = 145) without its offsets
 lay = attr(A["LAYOUT"] | 0x8000, attr(145, struct.pack("I", 0x1234)))
 err, _, ext = g.req(fam, CMD["START"], attr(A["ROLE"], struct.pack("I", 1)) + lay)

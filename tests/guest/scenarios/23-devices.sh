@@ -2,8 +2,9 @@
 # 23-devices: a recording follows the machine as it changes. nvmetrace records host and target
 # at 1-of-1 from before any NVMe-oF device exists on the host; while it runs the host connects
 # (fio), resets the controller (fio), disconnects and connects again (a new controller of the
-# same subsystem, fio), the target adds a second namespace that the host finds (fio), and
-# nvme_tcp is unloaded and loaded again between a disconnect and a connect (fio).
+# same subsystem, fio), the target adds a second namespace that the host finds (fio),
+# nvme_tcp is unloaded and loaded again between a disconnect and a connect (fio), and the
+# target's nvmet and nvmet_tcp are unloaded and set up again (fio).
 # Asserts here: record starts with no namespace and says so; it says each device as it
 # appears and goes; fio sees no error; the recorder ends cleanly; the module unloads.
 # 23-devices.check, on the lane's machine: every fio I/O is a host command, every host command
@@ -96,12 +97,29 @@ dev4=$(nvme_tcp_connect)
 wait_for 30 new_line || { cat "$RESULTS/record.out"; fail "record did not say $dev4 appeared"; }
 run_fio reload --filename="/dev/$dev4" --rw=randread "${fio_args[@]}" || fail "fio reload"
 
+# 6. the target's side reloaded: nvmet and nvmet_tcp unloaded (every subsystem and port taken
+# down first) and set up again, then connected again
+gone=$(grep -c "went away" "$RESULTS/record.out")
+nvme_disconnect_all
+gone_line() { [ "$(grep -c "went away" "$RESULTS/record.out")" -gt "$gone" ]; }
+wait_for 30 gone_line || { cat "$RESULTS/record.out"; fail "record did not say $dev4 went away"; }
+nvmet_teardown
+[ -e /sys/module/nvmet ] && fail "nvmet still loaded after the teardown"
+recorder_alive "nvmet unloaded"
+modprobe null_blk nr_devices=2 || fail "null_blk again"
+wait_for 5 test -b /dev/nullb0 || fail "/dev/nullb0 did not come back"
+nvmet_tcp_setup
+lines=$(grep -c "appeared: recording it" "$RESULTS/record.out")
+dev5=$(nvme_tcp_connect)
+wait_for 30 new_line || { cat "$RESULTS/record.out"; fail "record did not say $dev5 appeared"; }
+run_fio nvmet-reload --filename="/dev/$dev5" --rw=randwrite "${fio_args[@]}" || fail "fio nvmet-reload"
+
 recorder_alive "at the end"
 kill -INT $REC
 wait $REC || { cat "$RESULTS/record.out"; fail "record failed"; }
 cat "$RESULTS/record.out"
 grep -q "STALE" "$RESULTS/record.out" && fail "a hook went stale across the nvme_tcp reload"
-echo "$dev $dev2 $dev3 $dev4" >"$RESULTS/devs"
+echo "$dev $dev2 $dev3 $dev4 $dev5" >"$RESULTS/devs"
 
 rmmod nvmetrace || fail "rmmod failed"
 nvme_disconnect_all

@@ -398,14 +398,16 @@ Followed host_followed(const RecordingMeta& m) {
         const auto it = d.find("kind");
         return it != d.end() && it->is_string() ? it->get<std::string>() : std::string();
     };
-    std::map<uint64_t, uint64_t> nsid_of;  // head disk dev -> nsid
-    for (const auto& d : m.devices)
-        if (d.is_object() && kind(d) == "disk")
-            nsid_of[num(d, "dev", 0)] = num(d, "nsid", 0);
+    // head disk dev -> nsid, as of the entry at hand: entries are in the
+    // order they appeared, and a dev number freed by one disk may be another
+    // namespace's later
+    std::map<uint64_t, uint64_t> nsid_of;
     for (const auto& d : m.devices) {
         if (!d.is_object())
             continue;
         const std::string k = kind(d);
+        if (k == "disk")
+            nsid_of[num(d, "dev", 0)] = num(d, "nsid", 0);
         const uint64_t id64 = num(d, "cntlid", 0);
         if ((k != "disk" && k != "path") || !id64 || id64 > UINT16_MAX)
             continue;

@@ -564,7 +564,7 @@ int run_record(const RecordOptions& opts) {
         so.writer = compressed ? &writer : nullptr;
         if (live) {
             // the live analysis's table, on the stage's thread
-            so.devices = [&](const DeviceChange& c) { devices_from_json(c.added, table); };
+            so.devices = [&](const DeviceChange& c) { device_change_to_table(c, table); };
             so.live = [&](std::span<const nvmetrace_rec> recs) {
                 for (const auto& r : recs)
                     assembler.push(r);
@@ -614,8 +614,6 @@ int run_record(const RecordOptions& opts) {
             stage->push_devices(c->block);
         if (!compressed)
             writer.write_devices(c->block);
-        if (!live)
-            devices_from_json(c->block.added, table);
     };
     // A drain that found a ring an eighth full or more goes round again at
     // once instead of sleeping: bursts must not fill the rings.  One that
@@ -709,6 +707,10 @@ int run_record(const RecordOptions& opts) {
         writer.flush();
         summary_assembler->set_gaps(gap_runs_in(output.path));
         RecordingReader back = RecordingReader::open(output.path);
+        // the devices as the file has them: those that came, and when they
+        // went (a command in flight then is incomplete for that reason)
+        table = DeviceTable();
+        devices_from_json(back.meta().devices, table);
         back.for_each([&](std::span<const nvmetrace_rec> recs) {
             for (const auto& r : recs)
                 summary_assembler->push(r);

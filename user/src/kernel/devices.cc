@@ -1,6 +1,7 @@
 #include "kernel/devices.h"
 
 #include "analysis/device_table.h"
+#include "format/recfile.h"
 #include "util/error.h"
 #include "util/json_num.h"
 
@@ -247,6 +248,20 @@ void devices_from_json(const nlohmann::json& devices, DeviceTable& table) {
                 num("nsid"), name.empty() ? fmt::format("ns{}", num("nsid")) : name, num("lbs"));
         }
     }
+}
+
+void device_change_to_table(const DeviceChange& change, DeviceTable& table) {
+    const auto at = static_cast<uint64_t>(std::max<int64_t>(0, change.monotonic_ns));
+    for (const auto& g : change.gone) {
+        const auto k = g.is_object() ? g.find("kind") : g.end();
+        if (k != g.end() && (*k == "disk" || *k == "path"))
+            table.set_gone(json_int_or<uint32_t>(g, "dev", 0, "device"), at);
+    }
+    nlohmann::json added = change.added;
+    for (auto& d : added)
+        if (d.is_object())
+            d["appeared_ns"] = change.monotonic_ns;
+    devices_from_json(added, table);
 }
 
 }  // namespace nvmetrace

@@ -11,6 +11,7 @@
 namespace nvmetrace {
 
 class DeviceTable;
+struct DeviceChange;
 
 // The kernel's dev_t encoding (major << 20 | minor), as in struct nvmetrace_rec.
 constexpr uint32_t kernel_dev(uint32_t major, uint32_t minor) {
@@ -72,5 +73,8 @@ std::vector<std::string> find_nvmet_subsystems(
 nlohmann::json devices_to_json(const std::vector<HostNamespace>& host,
                                const std::vector<TargetNamespace>& target);
 void devices_from_json(const nlohmann::json& devices, DeviceTable& table);
+// One DEVICES block's change into a table, as a reader of the file would
+// see it (the devices added from its instant on, those gone gone then).
+void device_change_to_table(const DeviceChange& change, DeviceTable& table);
 
 }  // namespace nvmetrace

@@ -659,11 +659,31 @@ TEST(Join, FollowedSpansFromTheDeviceChanges) {
                                  {"cntlid", 2}}}),
          nlohmann::json::array({{{"kind", "path"}, {"name", "nvme0c0n1"}, {"dev", 7}}})},
         "test");
+    // nvme0n1 gone; its dev number 5 is then nvme0n2's, namespace 2
+    apply_device_change(
+        m,
+        {3000, nlohmann::json::array(),
+         nlohmann::json::array({{{"kind", "disk"}, {"name", "nvme0n1"}, {"dev", 5}},
+                                {{"kind", "path"}, {"name", "nvme0c0n1"}, {"dev", 7}}})},
+        "test");
+    apply_device_change(
+        m,
+        {4000,
+         nlohmann::json::array(
+             {{{"kind", "disk"}, {"name", "nvme0n2"}, {"dev", 5}, {"nsid", 2}, {"cntlid", 2}},
+              {{"kind", "path"},
+               {"name", "nvme0c0n2"},
+               {"dev", 8},
+               {"head_dev", 5},
+               {"cntlid", 2}}}),
+         nlohmann::json::array()},
+        "test");
     const Followed f = host_followed(m);
     using Spans = std::vector<std::pair<uint64_t, uint64_t>>;
-    EXPECT_EQ(f.size(), 2u);
-    EXPECT_EQ(f.at({1, 1}), (Spans{{1000, UINT64_MAX}, {1000, 2000}}));  // the disk, the path
-    EXPECT_EQ(f.at({2, 1}), (Spans{{2000, UINT64_MAX}}));
+    EXPECT_EQ(f.size(), 3u);
+    EXPECT_EQ(f.at({1, 1}), (Spans{{1000, 3000}, {1000, 2000}}));  // the disk, the path
+    EXPECT_EQ(f.at({2, 1}), (Spans{{2000, 3000}}));
+    EXPECT_EQ(f.at({2, 2}), (Spans{{4000, UINT64_MAX}, {4000, UINT64_MAX}}));
     EXPECT_FALSE(f.count({9, 4}));
 }
 

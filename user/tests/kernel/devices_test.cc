@@ -2,6 +2,7 @@
 
 #include "analysis/device_table.h"
 #include "kernel/device_watch.h"
+#include "format/recfile.h"
 #include "util/error.h"
 
 #include <filesystem>
@@ -256,6 +257,22 @@ TEST(Devices, ControllerIdOfADiskAtEachInstant) {
     EXPECT_EQ(table.gone_after(9, 0), 9000u);  // the second entry went, the third stays
     EXPECT_EQ(table.gone_after(9, 9001), 0u);
     EXPECT_EQ(table.gone_after(7, 0), 0u);
+}
+
+// The recorder's live table takes each change as the file's reader will.
+TEST(Devices, AChangeGoesIntoTheTableAsTheReaderSeesIt) {
+    DeviceTable table;
+    table.add_path(9, 5, "nvme0c0n1", 1);
+    DeviceChange c;
+    c.monotonic_ns = 4000;
+    c.gone.push_back({{"kind", "path"}, {"name", "nvme0c0n1"}, {"dev", 9}});
+    c.gone.push_back(nullptr);
+    c.added.push_back({{"kind", "path"}, {"name", "nvme0c0n1"}, {"dev", 9}, {"head_dev", 5},
+                       {"cntlid", 2}});
+    device_change_to_table(c, table);
+    EXPECT_EQ(table.cntlid(9, 3999), 1u);
+    EXPECT_EQ(table.cntlid(9, 4000), 2u);
+    EXPECT_EQ(table.gone_after(9, 0), 4000u);
 }
 
 // Null fields (the fuzzer's find: nlohmann's value() throws on them) take their
