@@ -604,6 +604,8 @@ int nvmetrace_hooks_start(const struct nvmetrace_config *c,
 		if (hook_groups[i]->reset)
 			hook_groups[i]->reset();
 	nvmetrace_cfg = *c;
+	if (!nvmetrace_cfg.dev_filter)
+		nvmetrace_cfg.nr_devs = NVMETRACE_DEVS_ANY;
 	memset(lmod_stale, 0, sizeof(lmod_stale));
 	nvmetrace_sample_threshold = div64_u64(U64_MAX, nvmetrace_cfg.sample);
 	if (nvmetrace_cfg.sample == 1)

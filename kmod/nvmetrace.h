@@ -148,16 +148,20 @@ struct nvmetrace_config {
 	u32 sample;			/* record 1 of every N commands, N >= 1 */
 	u64 seed;			/* sampling hash seed */
 	/*
-	 * dev_filter false: every device.  Else devs[0, nr_devs): filled by
-	 * START, then appended to by ADMIT while the hooks run (the entry
-	 * written before nr_devs grows, nr_devs stored with release), so a
-	 * hook sees each entry whole or not yet.
+	 * dev_filter false: every device (and in nvmetrace_cfg, the hooks'
+	 * copy, nr_devs is NVMETRACE_DEVS_ANY).  Else devs[0, nr_devs):
+	 * filled by START, then appended to by ADMIT while the hooks run (the
+	 * entry written before nr_devs grows, nr_devs stored with release), so
+	 * a hook sees each entry whole or not yet.
 	 */
 	bool dev_filter;
 	u32 nr_devs;
 	u32 devs[NVMETRACE_MAX_DEVS];	/* dev_t, kernel encoding */
 	struct nvmetrace_layout layout;	/* for the target role */
 };
+
+/* nvmetrace_cfg.nr_devs of a recording without a device filter */
+#define NVMETRACE_DEVS_ANY		U32_MAX
 
 /* The configuration GET_STATUS reports while nothing is recording. */
 #define NVMETRACE_CONFIG_IDLE		((struct nvmetrace_config){ .sample = 1 })

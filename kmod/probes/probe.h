@@ -145,18 +145,18 @@ static __always_inline bool nvmetrace_sampled(u64 lba)
 /*
  * Whether a host device is in the recording.  ADMIT may append to devs[]
  * meanwhile: nr_devs is read with acquire, so every entry below it is whole
- * (on x86-64 a plain load, as before devices could be added).
+ * (on x86-64 a plain load: one load and a compare, as before devices could
+ * be added); NVMETRACE_DEVS_ANY: no filter.
  */
 static __always_inline bool host_dev_wanted(u32 dev)
 {
-	u32 i, n;
-
-	if (!nvmetrace_cfg.dev_filter)
-		return true;
 	/* pairs with nvmetrace_hooks_admit()'s release: entries below n whole */
-	n = smp_load_acquire(&nvmetrace_cfg.nr_devs);
+	u32 i, n = smp_load_acquire(&nvmetrace_cfg.nr_devs);
+
+	if (n == NVMETRACE_DEVS_ANY)
+		return true;
 	for (i = 0; i < n; i++)
-		if (READ_ONCE(nvmetrace_cfg.devs[i]) == dev)
+		if (nvmetrace_cfg.devs[i] == dev)
 			return true;
 	return false;
 }
