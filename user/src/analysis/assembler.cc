@@ -126,15 +126,15 @@ void Assembler::push(const nvmetrace_rec& rec) {
     expire_tail(rec.ts);
     auto op = static_cast<uint8_t>(rec_op(rec));
     if (rec.event == NVMETRACE_EV_FILE_SUBMIT) {
-        push_waiting(rec, WaitKey{rec.lba, devices_.head(rec.dev), op, 2});
+        push_waiting(rec, WaitKey{rec.lba, devices_.head(rec.dev, rec.ts), op, 2});
     } else if (rec.event == NVMETRACE_EV_URING_WQ) {
-        push_waiting(rec, WaitKey{rec.lba, devices_.head(rec.dev), op, 5});
+        push_waiting(rec, WaitKey{rec.lba, devices_.head(rec.dev, rec.ts), op, 5});
     } else if (rec.event == NVMETRACE_EV_AIO_COMPLETE || rec.event == NVMETRACE_EV_URING_CQE) {
         push_aio_complete(rec, slot);
     } else if (rec.event == NVMETRACE_EV_AIO_REAP || rec.event == NVMETRACE_EV_URING_REAP) {
         push_aio_reap(rec, slot);
     } else if (rec.event == NVMETRACE_EV_BIO_QUEUE) {
-        WaitKey key{rec.lba, devices_.head(rec.dev), op, 0};
+        WaitKey key{rec.lba, devices_.head(rec.dev, rec.ts), op, 0};
         // NVMe multipath: the bio is queued on the head disk, then again on
         // the path disk it is sent to.  Keep the head's (the earliest).
         if (key.dev != rec.dev) {
@@ -266,7 +266,7 @@ void Assembler::push_host_rq(const nvmetrace_rec& rec, int slot) {
         c.lba = rec.lba;
         c.size = rec.len;
         c.len_flags = rec.flags;
-        c.dev = devices_.head(rec.dev);
+        c.dev = devices_.head(rec.dev, rec.ts);
         c.cntlid = devices_.cntlid(rec.dev, rec.ts);
         if (rec.flags & NVMETRACE_REC_HAS_QID)
             c.qid = rec.qid;
@@ -463,7 +463,8 @@ void Assembler::hold_for_user(Command& c) {
 }
 
 void Assembler::push_aio_complete(const nvmetrace_rec& rec, int slot) {
-    const WaitKey key{rec.lba, devices_.head(rec.dev), static_cast<uint8_t>(rec_op(rec)), 3};
+    const WaitKey key{rec.lba, devices_.head(rec.dev, rec.ts), static_cast<uint8_t>(rec_op(rec)),
+                      3};
     uint64_t id;
     if (!take_tail(key, &id)) {
         counts_.user_unmatched++;
@@ -484,7 +485,8 @@ void Assembler::push_aio_complete(const nvmetrace_rec& rec, int slot) {
 // io_getevents() handed this command's event to user space: the module
 // knows which by the iocb the event names (kmod/probes/aio.c).
 void Assembler::push_aio_reap(const nvmetrace_rec& rec, int slot) {
-    const WaitKey key{rec.lba, devices_.head(rec.dev), static_cast<uint8_t>(rec_op(rec)), 4};
+    const WaitKey key{rec.lba, devices_.head(rec.dev, rec.ts), static_cast<uint8_t>(rec_op(rec)),
+                      4};
     uint64_t id;
     if (!take_tail(key, &id)) {
         counts_.user_unmatched++;

@@ -9,6 +9,28 @@ namespace nvmetrace {
 
 void DeviceTable::add(uint32_t dev, Disk d, uint64_t since) {
     auto [it, fresh] = disks_.try_emplace(dev);
+    if (!fresh && d.head == dev && it->second.head == dev &&
+        (it->second.name != d.name || instances_.count(dev))) {
+        // another disk under this number: the number it goes by from since
+        // (the number's first disk keeps it, a name seen before its alias)
+        auto& v = instances_[dev];
+        if (v.empty())
+            v.push_back({0, dev, it->second.name});
+        uint32_t id = 0;
+        for (const Instance& e : v)
+            if (e.name == d.name)
+                id = e.id;
+        if (!id)
+            id = next_alias_++;
+        auto pos = std::upper_bound(v.begin(), v.end(), since,
+                                    [](uint64_t t, const Instance& e) { return t < e.since; });
+        v.insert(pos, {since, id, d.name});
+        if (id != dev) {
+            d.head = id;
+            add(id, std::move(d), since);
+            return;
+        }
+    }
     std::vector<std::pair<uint64_t, uint16_t>> history = std::move(it->second.history);
     std::vector<uint64_t> gone = std::move(it->second.gone);
     if (fresh || history.empty())
@@ -65,9 +87,18 @@ void DeviceTable::add_target_namespace(uint32_t nsid, std::string name, uint32_t
     target_ns_[nsid] = TargetNs{std::move(name), block_size};
 }
 
-uint32_t DeviceTable::head(uint32_t dev) const {
+uint32_t DeviceTable::head(uint32_t dev, uint64_t at) const {
     auto it = disks_.find(dev);
-    return it == disks_.end() ? dev : it->second.head;
+    const uint32_t h = it == disks_.end() ? dev : it->second.head;
+    if (instances_.empty())
+        return h;
+    auto in = instances_.find(h);
+    if (in == instances_.end())
+        return h;
+    const auto& v = in->second;
+    auto pos = std::upper_bound(v.begin(), v.end(), at,
+                                [](uint64_t t, const Instance& e) { return t < e.since; });
+    return pos == v.begin() ? v.front().id : std::prev(pos)->id;
 }
 
 std::string DeviceTable::disk_name(uint32_t dev) const {

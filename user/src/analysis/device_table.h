@@ -29,8 +29,13 @@ public:
     // A target namespace (the nsid in nvmet_req_init's record).
     void add_target_namespace(uint32_t nsid, std::string name, uint32_t block_size);
 
-    // The head of a path disk; any other disk is its own head.
-    uint32_t head(uint32_t dev) const;
+    // The head of a path disk; any other disk is its own head.  at: when
+    // (the records' clock): a dev number that a disk of another name had
+    // earlier in the recording (freed by one namespace, taken by another)
+    // gives each its own number, an alias above kAliasBase for the later
+    // ones, so their commands are not grouped or named as one disk.
+    uint32_t head(uint32_t dev, uint64_t at = UINT64_MAX) const;
+    static constexpr uint32_t kAliasBase = 0xffe00000u;  // major 4094: no real disk's
     // "nvme1n1", or "dev 259:3" for a disk the table does not know.
     std::string disk_name(uint32_t dev) const;
     std::string target_name(uint32_t nsid) const;
@@ -61,6 +66,15 @@ private:
         uint32_t block_size = 0;
     };
     std::unordered_map<uint32_t, Disk> disks_;
+    // dev numbers that disks of several names had: from when each went by
+    // which number (its own, or an alias), by since
+    struct Instance {
+        uint64_t since = 0;
+        uint32_t id = 0;
+        std::string name;
+    };
+    std::unordered_map<uint32_t, std::vector<Instance>> instances_;
+    uint32_t next_alias_ = kAliasBase;
     std::unordered_map<uint32_t, TargetNs> target_ns_;
 };
 

@@ -140,13 +140,14 @@ std::optional<DeviceWatch::Change> DeviceWatch::poll(uint64_t now_ns, bool force
     for (const auto& [k, d] : known_)
         if (!now.count(k))
             was.emplace(gone_entry(d).dump(), &d);
+    std::vector<uint32_t> paths;
     for (const auto& [k, d] : now) {
         if (known_.count(k))
             continue;
         c.block.added.push_back(d);
         const std::string kind = d.value("kind", "");
         if ((kind == "disk" || kind == "path") && d.value("dev", 0u) != 0)
-            c.admit.push_back(d.value("dev", 0u));
+            (kind == "path" ? paths : c.admit).push_back(d.value("dev", 0u));
         const auto w = was.find(gone_entry(d).dump());
         if (w != was.end() && kind != "target_ns")
             c.lines.push_back(fmt::format("{}: controller id was {}: recording it", describe(d),
@@ -154,6 +155,9 @@ std::optional<DeviceWatch::Change> DeviceWatch::poll(uint64_t now_ns, bool force
         else
             c.lines.push_back(fmt::format("{} appeared: recording it", describe(d)));
     }
+    // the paths first: a command is queued on its head and issued on a path,
+    // so one that began after its head was admitted has every record
+    c.admit.insert(c.admit.begin(), paths.begin(), paths.end());
     std::set<std::string> changed;
     for (const auto& d : c.block.added)
         changed.insert(gone_entry(d).dump());

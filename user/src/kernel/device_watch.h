@@ -37,7 +37,7 @@ public:
     };
     struct Change {
         DeviceChange block;              // for the recording (monotonic_ns set by the caller)
-        std::vector<uint32_t> admit;     // host disks (heads and paths) new to the recording
+        std::vector<uint32_t> admit;     // host disks new to the recording: paths, then heads
         std::vector<std::string> lines;  // one per device, for the user
         [[nodiscard]] bool empty() const { return block.added.empty() && block.gone.empty(); }
     };

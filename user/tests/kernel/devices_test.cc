@@ -1,8 +1,8 @@
 #include "kernel/devices.h"
 
 #include "analysis/device_table.h"
-#include "kernel/device_watch.h"
 #include "format/recfile.h"
+#include "kernel/device_watch.h"
 #include "util/error.h"
 
 #include <filesystem>
@@ -159,7 +159,8 @@ TEST_F(FakeSysfs, DeviceWatchFollowsNamespacesAsTheyComeAndGo) {
     ASSERT_TRUE(c);
     ASSERT_EQ(c->block.added.size(), 2u);  // the head and its path
     EXPECT_TRUE(c->block.gone.empty());
-    EXPECT_EQ(c->admit, (std::vector<uint32_t>{kernel_dev(259, 0), kernel_dev(0, 7)}));
+    // the path before its head
+    EXPECT_EQ(c->admit, (std::vector<uint32_t>{kernel_dev(0, 7), kernel_dev(259, 0)}));
     ASSERT_EQ(c->lines.size(), 2u);
     EXPECT_EQ(c->lines[0], "nvme0n1 (tcp nqn.test, nvme0, cntlid 1) appeared: recording it");
     EXPECT_FALSE(w.poll(4000));  // the same devices: no change
@@ -170,7 +171,7 @@ TEST_F(FakeSysfs, DeviceWatchFollowsNamespacesAsTheyComeAndGo) {
     put("sys/class/nvme/nvme1/nvme0c1n1/diskseq", "9");
     c = w.poll(6000);
     ASSERT_TRUE(c);
-    EXPECT_EQ(c->admit, (std::vector<uint32_t>{kernel_dev(259, 0), kernel_dev(0, 9)}));
+    EXPECT_EQ(c->admit, (std::vector<uint32_t>{kernel_dev(0, 9), kernel_dev(259, 0)}));
     ASSERT_EQ(c->block.gone.size(), 2u);
     EXPECT_EQ(c->block.gone[1],
               nlohmann::json({{"kind", "path"}, {"name", "nvme0c0n1"}, {"dev", kernel_dev(0, 7)}}));
@@ -259,6 +260,29 @@ TEST(Devices, ControllerIdOfADiskAtEachInstant) {
     EXPECT_EQ(table.gone_after(7, 0), 0u);
 }
 
+// A dev number freed by one namespace and taken by another: commands of
+// each go by a number of their own, so they are named and grouped apart.
+TEST(Devices, ADevNumberTakenByAnotherDiskIsToldApart) {
+    DeviceTable t;
+    t.add_disk(5, "nvme0n1", 512, 1);
+    t.add_path(7, 5, "nvme0c0n1", 1);
+    t.add_disk(5, "nvme0n2", 4096, 1, 3000);  // nvme0n1 went, nvme0n2 got its number
+    t.add_path(8, 5, "nvme0c0n2", 1, 3000);
+    t.add_disk(5, "nvme0n1", 512, 2, 6000);  // and back
+    EXPECT_EQ(t.head(7, 1000), 5u);
+    EXPECT_EQ(t.disk_name(t.head(7, 1000)), "nvme0n1");
+    const uint32_t n2 = t.head(8, 4000);
+    EXPECT_GE(n2, DeviceTable::kAliasBase);
+    EXPECT_EQ(t.disk_name(n2), "nvme0n2");
+    EXPECT_EQ(t.head(5, 4000), n2);
+    EXPECT_EQ(t.head(5, 7000), 5u);
+    EXPECT_EQ(t.disk_name(5), "nvme0n1");
+    EXPECT_EQ(t.cntlid(5, 7000), 2u);
+    DeviceTable plain;  // no number taken twice: every disk its own head
+    plain.add_disk(5, "nvme0n1");
+    EXPECT_EQ(plain.head(5, 100), 5u);
+}
+
 // The recorder's live table takes each change as the file's reader will.
 TEST(Devices, AChangeGoesIntoTheTableAsTheReaderSeesIt) {
     DeviceTable table;
@@ -267,8 +291,8 @@ TEST(Devices, AChangeGoesIntoTheTableAsTheReaderSeesIt) {
     c.monotonic_ns = 4000;
     c.gone.push_back({{"kind", "path"}, {"name", "nvme0c0n1"}, {"dev", 9}});
     c.gone.push_back(nullptr);
-    c.added.push_back({{"kind", "path"}, {"name", "nvme0c0n1"}, {"dev", 9}, {"head_dev", 5},
-                       {"cntlid", 2}});
+    c.added.push_back(
+        {{"kind", "path"}, {"name", "nvme0c0n1"}, {"dev", 9}, {"head_dev", 5}, {"cntlid", 2}});
     device_change_to_table(c, table);
     EXPECT_EQ(table.cntlid(9, 3999), 1u);
     EXPECT_EQ(table.cntlid(9, 4000), 2u);
