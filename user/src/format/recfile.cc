@@ -336,19 +336,25 @@ DeviceChange device_change_from_json(const nlohmann::json& j) {
 
 namespace {
 
-// What a gone entry and the device entry it names have in common, as text:
-// kind, name and dev (a target namespace: subsystem and nsid).
+// The device's identity as text: its gone entry (device_gone_entry()).
 std::string device_key(const nlohmann::json& d) {
-    const auto field = [&](const char* k) {
-        auto it = d.find(k);
-        return it == d.end() ? std::string("-") : it->dump();
-    };
-    if (field("kind") == "\"target_ns\"")
-        return fmt::format("t|{}|{}", field("subsysnqn"), field("nsid"));
-    return fmt::format("{}|{}|{}", field("kind"), field("name"), field("dev"));
+    return device_gone_entry(d).dump();
 }
 
 }  // namespace
+
+nlohmann::json device_gone_entry(const nlohmann::json& d) {
+    static constexpr std::array<const char*, 3> kDisk{"kind", "name", "dev"};
+    static constexpr std::array<const char*, 3> kTarget{"kind", "subsysnqn", "nsid"};
+    nlohmann::json g = nlohmann::json::object();
+    if (!d.is_object())
+        return g;
+    const auto kind = d.find("kind");
+    for (const char* k : kind != d.end() && *kind == "target_ns" ? kTarget : kDisk)
+        if (auto it = d.find(k); it != d.end())
+            g[k] = *it;
+    return g;
+}
 
 void DeviceIndex::catch_up(const nlohmann::json& devices) {
     for (; indexed < devices.size(); indexed++) {

@@ -225,6 +225,9 @@ struct DeviceChange {
 [[nodiscard]] nlohmann::json device_change_to_json(const DeviceChange& c);
 // Throws nlohmann::json::exception or Error on a malformed document.
 [[nodiscard]] DeviceChange device_change_from_json(const nlohmann::json& j);
+// The gone entry (a DEVICES block's) that names device entry d: kind, name
+// and dev, or for a target namespace kind, subsysnqn and nsid.
+[[nodiscard]] nlohmann::json device_gone_entry(const nlohmann::json& d);
 // The device entries of a meta that have not gone, by what a gone entry
 // names, so that applying the changes of a file is linear in its size.
 struct DeviceIndex {

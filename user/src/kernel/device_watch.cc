@@ -38,15 +38,6 @@ std::string entry_key(const nlohmann::json& d) {
     return fmt::format("{}|{}|{}|{}|{}", s("kind"), s("name"), s("dev"), s("ctrl"), s("cntlid"));
 }
 
-// What goes in a DEVICES block's gone list: enough to find the entry.
-nlohmann::json gone_entry(const nlohmann::json& d) {
-    nlohmann::json g = nlohmann::json::object();
-    for (const char* k : {"kind", "name", "dev", "subsysnqn", "nsid"})
-        if (auto it = d.find(k); it != d.end())
-            g[k] = *it;
-    return g;
-}
-
 std::string describe(const nlohmann::json& d) {
     const std::string kind = d.value("kind", "");
     if (kind == "target_ns")
@@ -139,7 +130,7 @@ std::optional<DeviceWatch::Change> DeviceWatch::poll(uint64_t now_ns, bool force
     std::map<std::string, const nlohmann::json*> was;
     for (const auto& [k, d] : known_)
         if (!now.count(k))
-            was.emplace(gone_entry(d).dump(), &d);
+            was.emplace(device_gone_entry(d).dump(), &d);
     std::vector<uint32_t> paths;
     for (const auto& [k, d] : now) {
         if (known_.count(k))
@@ -148,7 +139,7 @@ std::optional<DeviceWatch::Change> DeviceWatch::poll(uint64_t now_ns, bool force
         const std::string kind = d.value("kind", "");
         if ((kind == "disk" || kind == "path") && d.value("dev", 0u) != 0)
             (kind == "path" ? paths : c.admit).push_back(d.value("dev", 0u));
-        const auto w = was.find(gone_entry(d).dump());
+        const auto w = was.find(device_gone_entry(d).dump());
         if (w != was.end() && kind != "target_ns")
             c.lines.push_back(fmt::format("{}: controller id was {}: recording it", describe(d),
                                           w->second->value("cntlid", 0u)));
@@ -160,12 +151,12 @@ std::optional<DeviceWatch::Change> DeviceWatch::poll(uint64_t now_ns, bool force
     c.admit.insert(c.admit.begin(), paths.begin(), paths.end());
     std::set<std::string> changed;
     for (const auto& d : c.block.added)
-        changed.insert(gone_entry(d).dump());
+        changed.insert(device_gone_entry(d).dump());
     for (const auto& [k, d] : known_) {
         if (now.count(k))
             continue;
-        c.block.gone.push_back(gone_entry(d));
-        if (!changed.count(gone_entry(d).dump()))
+        c.block.gone.push_back(device_gone_entry(d));
+        if (!changed.count(device_gone_entry(d).dump()))
             c.lines.push_back(fmt::format("{} went away", describe(d)));
     }
     known_ = std::move(now);
