@@ -12,6 +12,9 @@
 #   rec1     nvmetrace record -r host -r target -s 1          (d)
 #   rec<N>h, rec<N>t: record -r host (h) or -r target (t) only, -s N   (to split a cost)
 #   rec<N>[h|t]-notcp: the same with nvme_tcp's BTF hidden: no nvme-tcp transport hooks
+#   rec<N>[h|t]-base: the same with the module built from tools/bench --base-kmod REV
+#            ($NVMETRACE_KO_BASE), recorded by the same tool: the module's cost, before
+#            and after, in one guest
 #   ftrace   tracefs events nvme_setup_cmd, nvme_complete_rq, nvmet_req_init,
 #            nvmet_req_complete, block_rq_issue, block_rq_complete into the ring buffer,
 #            nothing reading it (module not loaded)               (e)
@@ -26,8 +29,12 @@ need_ko
 need_bin
 # private copies: the lane may rebuild build/kmod-<release>/ and build/user/ (another run,
 # edited sources) while this guest still loads the module once per round
-KO=/tmp/nvmetrace.ko NT=/tmp/nvmetrace
+KO=/tmp/nvmetrace.ko NT=/tmp/nvmetrace KO_BASE=/tmp/nvmetrace-base.ko
 cp "$NVMETRACE_KO" "$KO" && cp "$NVMETRACE_BIN" "$NT" || fail "cannot copy the module or the tool"
+if [[ " $6 " =~ -base[\ -] ]]; then
+	[ -f "${NVMETRACE_KO_BASE:-}" ] || fail "a -base case without a base module (tools/bench --base-kmod REV)"
+	cp "$NVMETRACE_KO_BASE" "$KO_BASE" || fail "cannot copy the base module"
+fi
 T=/sys/kernel/tracing
 FTRACE_EVENTS="nvme/nvme_setup_cmd nvme/nvme_complete_rq nvmet/nvmet_req_init nvmet/nvmet_req_complete block/block_rq_issue block/block_rq_complete"
 mkdir -p "$RESULTS/runs"
@@ -49,6 +56,7 @@ insmod "$KO" || fail "insmod $KO failed"
 {
 	echo "kernel_release=$(uname -r)"
 	echo "module_sha256=$(sha256sum "$KO" | cut -d' ' -f1)"
+	[ ! -f "$KO_BASE" ] || echo "module_base_sha256=$(sha256sum "$KO_BASE" | cut -d' ' -f1)"
 	echo "module_version=$(cat /sys/module/nvmetrace/version 2>/dev/null || "$NT" status --json | jq -r .module_version)"
 	echo "tool_version=$("$NT" --version 2>&1 | head -n1)"
 	echo "guest_cpus=$(nproc)"
@@ -63,6 +71,13 @@ rmmod nvmetrace || fail "rmmod nvmetrace failed"
 echo "mode,round,case,qd,iops,ios,lat_mean_ns,runtime_ms,records,lost,win_ios,win_ns,win_tool_ns" >"$CSV"
 
 loaded() { [ -d /sys/module/nvmetrace ]; }
+# the module a case runs: the base one for a -base case; swapped when the other is loaded
+LOADED_KO=""
+load_ko() {
+	if loaded && [ "$LOADED_KO" != "$1" ]; then rmmod nvmetrace || fail "rmmod failed"; fi
+	loaded || insmod "$1" || fail "insmod $1 failed"
+	LOADED_KO=$1
+}
 st() { "$NT" status --json | jq -r ".$1"; }
 
 ftrace_on() {
@@ -107,14 +122,15 @@ one_run() {
 	local d0 u0 c0 d1 u1 c1 roles
 	case $c in
 	none|ftrace) ! loaded || rmmod nvmetrace || fail "rmmod failed" ;;
-	*) loaded || insmod "$KO" || fail "insmod failed" ;;
+	*-base|*-base-*) load_ko "$KO_BASE" ;;
+	*) load_ko "$KO" ;;
 	esac
 	case $c in
 	rec*)
-		[[ $c =~ ^rec([0-9]+)([ht]?)(-notcp)?(-z(-?[0-9]+))?$ ]] || fail "unknown case $c"
+		[[ $c =~ ^rec([0-9]+)([ht]?)(-notcp)?(-base)?(-z(-?[0-9]+))?$ ]] || fail "unknown case $c"
 		local zstd=()
 		# -zN: the records compressed at zstd level N (record --zstd N)
-		[ -z "${BASH_REMATCH[5]}" ] || zstd=(--zstd "${BASH_REMATCH[5]}")
+		[ -z "${BASH_REMATCH[6]}" ] || zstd=(--zstd "${BASH_REMATCH[6]}")
 		# -notcp: nvme_tcp's BTF hidden from the tool, so it leaves the transport hooks off
 		[ -z "${BASH_REMATCH[3]}" ] || mount --bind /dev/null /sys/kernel/btf/nvme_tcp ||
 			fail "cannot hide /sys/kernel/btf/nvme_tcp"
