@@ -124,28 +124,42 @@ static u32 layout_have(void)
 }
 
 /*
- * The modules whose private layout START carried, in enum nvmetrace_lmod
- * order: own is the NEEDS_* bit of the module's group, needs the hooks that
- * read it (the target transports read nvmet's fields as well).
+ * The modules whose private layout START (or LAYOUT) carries, in enum
+ * nvmetrace_lmod order: own is the NEEDS_* bit of the module's group, needs
+ * the hooks that read it (the target transports read nvmet's fields as
+ * well), role the role whose hooks are in it.
  */
 static const struct {
 	const char *name;
-	u32 own, needs;
+	u32 own, needs, role;
 } lmods[NVMETRACE_LMOD_NR] = {
 	[NVMETRACE_LMOD_NVMET]		= { "nvmet", NEEDS_NVMET,
-					    NEEDS_NVMET | NEEDS_TCP_TARGET | NEEDS_RDMA_TARGET },
-	[NVMETRACE_LMOD_NVME_TCP]	= { "nvme_tcp", NEEDS_TCP_HOST, NEEDS_TCP_HOST },
-	[NVMETRACE_LMOD_NVMET_TCP]	= { "nvmet_tcp", NEEDS_TCP_TARGET, NEEDS_TCP_TARGET },
-	[NVMETRACE_LMOD_NVME_RDMA]	= { "nvme_rdma", NEEDS_RDMA_HOST, NEEDS_RDMA_HOST },
-	[NVMETRACE_LMOD_NVMET_RDMA]	= { "nvmet_rdma", NEEDS_RDMA_TARGET, NEEDS_RDMA_TARGET },
+					    NEEDS_NVMET | NEEDS_TCP_TARGET | NEEDS_RDMA_TARGET,
+					    NVMETRACE_ROLE_TARGET },
+	[NVMETRACE_LMOD_NVME_TCP]	= { "nvme_tcp", NEEDS_TCP_HOST, NEEDS_TCP_HOST,
+					    NVMETRACE_ROLE_HOST },
+	[NVMETRACE_LMOD_NVMET_TCP]	= { "nvmet_tcp", NEEDS_TCP_TARGET, NEEDS_TCP_TARGET,
+					    NVMETRACE_ROLE_TARGET },
+	[NVMETRACE_LMOD_NVME_RDMA]	= { "nvme_rdma", NEEDS_RDMA_HOST, NEEDS_RDMA_HOST,
+					    NVMETRACE_ROLE_HOST },
+	[NVMETRACE_LMOD_NVMET_RDMA]	= { "nvmet_rdma", NEEDS_RDMA_TARGET, NEEDS_RDMA_TARGET,
+					    NVMETRACE_ROLE_TARGET },
 };
 
 /*
  * The modules of lmods[] whose layout no longer holds: loaded again during
  * the recording with BTF other than START's (or no identity to tell).
- * Under hooks_lock; cleared by START, set again at each load.
+ * Under hooks_lock; cleared by START, set again at each load, cleared by a
+ * LAYOUT that gives the new module's.
  */
 static bool lmod_stale[NVMETRACE_LMOD_NR];
+
+/*
+ * The identity of each module of lmods[] loaded since START, taken while it
+ * was COMING and forgotten when it goes: what LAYOUT's groups are checked
+ * against.  Unknown for a module loaded before START.  Under hooks_lock.
+ */
+static struct nvmetrace_layout_id lmod_loaded[NVMETRACE_LMOD_NR];
 
 /* The identity of a module being loaded (MODULE_STATE_COMING only). */
 static struct nvmetrace_layout_id coming_layout_id(const struct module *mod)
@@ -172,15 +186,26 @@ static struct nvmetrace_layout_id coming_layout_id(const struct module *mod)
  */
 static void layout_module_coming(const struct module *mod)
 {
-	struct nvmetrace_layout_id now;
 	int i;
 
 	for (i = 0; i < NVMETRACE_LMOD_NR; i++) {
-		if (strcmp(lmods[i].name, mod->name) || !(layout_have() & lmods[i].own))
+		if (strcmp(lmods[i].name, mod->name))
 			continue;
-		now = coming_layout_id(mod);
-		lmod_stale[i] = !nvmetrace_layout_id_match(&nvmetrace_cfg.layout.id[i], &now);
+		lmod_loaded[i] = coming_layout_id(mod);
+		if (layout_have() & lmods[i].own)
+			lmod_stale[i] = !nvmetrace_layout_id_match(&nvmetrace_cfg.layout.id[i],
+								   &lmod_loaded[i]);
 	}
+}
+
+/* hooks_lock held: a module of lmods[] goes; LAYOUT no longer takes its layout */
+static void layout_module_going(const struct module *mod)
+{
+	int i;
+
+	for (i = 0; i < NVMETRACE_LMOD_NR; i++)
+		if (!strcmp(lmods[i].name, mod->name))
+			lmod_loaded[i].known = false;
 }
 
 /* hooks_lock held: whether h reads a layout that no longer holds */
@@ -539,6 +564,8 @@ static int module_notify(struct notifier_block *nb, unsigned long val, void *dat
 	if (val != MODULE_STATE_LIVE && val != MODULE_STATE_GOING)
 		return NOTIFY_DONE;
 	mutex_lock(&hooks_lock);
+	if (val == MODULE_STATE_GOING && recording)
+		layout_module_going(mod);
 	for (hp = hooks; (h = *hp); hp++) {
 		if (h->kind == NVMETRACE_HOOK_TRACEPOINT || !h->module ||
 		    strcmp(h->module, mod->name) || !hook_wanted(h))
@@ -607,6 +634,7 @@ int nvmetrace_hooks_start(const struct nvmetrace_config *c,
 	if (!nvmetrace_cfg.dev_filter)
 		nvmetrace_cfg.nr_devs = NVMETRACE_DEVS_ANY;
 	memset(lmod_stale, 0, sizeof(lmod_stale));
+	memset(lmod_loaded, 0, sizeof(lmod_loaded));
 	nvmetrace_sample_threshold = div64_u64(U64_MAX, nvmetrace_cfg.sample);
 	if (nvmetrace_cfg.sample == 1)
 		nvmetrace_sample_threshold = U64_MAX;
@@ -670,6 +698,110 @@ int nvmetrace_hooks_admit(u32 dev)
 	/* pairs with host_dev_wanted()'s acquire: the entry before the count */
 	smp_store_release(&nvmetrace_cfg.nr_devs, n + 1);
 	return 0;
+}
+
+/* a transport module i's group (and identity) of src into l */
+static void layout_group_copy(struct nvmetrace_layout *l,
+			      const struct nvmetrace_layout *src, int i)
+{
+	switch (i) {
+	case NVMETRACE_LMOD_NVME_TCP:
+		l->tcp = src->tcp;
+		break;
+	case NVMETRACE_LMOD_NVMET_TCP:
+		l->tcpt = src->tcpt;
+		break;
+	case NVMETRACE_LMOD_NVME_RDMA:
+		l->rdma = src->rdma;
+		break;
+	case NVMETRACE_LMOD_NVMET_RDMA:
+		l->rdmat = src->rdmat;
+		break;
+	}
+	l->id[i] = src->id[i];
+}
+
+/* scratch of nvmetrace_hooks_layout(), under hooks_lock */
+static struct nvmetrace_layout layout_next;
+
+/*
+ * LAYOUT.  A group is taken only while no hook reads it: START did not carry
+ * it, or its module was loaded again with other BTF (stale), so its hooks are
+ * off; they attach once it is in place, as a load would attach them.  The
+ * hooks of the other groups keep running and never read these fields.
+ */
+int nvmetrace_hooks_layout(const struct nvmetrace_layout *given,
+			   struct netlink_ext_ack *extack)
+{
+	struct nvmetrace_hook *h, **hp;
+	unsigned int n = 0;
+	u32 take = 0;
+	int i, ret = 0;
+
+	lockdep_assert_held(&nvmetrace_dev.ctl_lock);
+	if (given->valid || given->vmlinux.valid) {
+		NL_SET_ERR_MSG(extack, "nvmet's and the kernel's layouts are START's only");
+		return -EINVAL;
+	}
+	mutex_lock(&hooks_lock);
+	layout_next = nvmetrace_cfg.layout;
+	for (i = 0; i < NVMETRACE_LMOD_NR; i++) {
+		if (!nvmetrace_layout_has(given, i))
+			continue;
+		if (!given->id[i].known) {
+			NL_SET_ERR_MSG(extack,
+				       "a layout given while recording needs its module's BTF identity (NVMETRACE_L_BTF_*)");
+			ret = -EINVAL;
+			goto out;
+		}
+		if (!(lmods[i].role & nvmetrace_cfg.role)) {
+			NL_SET_ERR_MSG(extack, "a layout of a role this recording does not have");
+			ret = -EINVAL;
+			goto out;
+		}
+		if ((layout_have() & lmods[i].own) && !lmod_stale[i]) {
+			if (nvmetrace_layout_id_match(&nvmetrace_cfg.layout.id[i], &given->id[i]))
+				continue;	/* the one the hooks read */
+			NL_SET_ERR_MSG(extack, "the module's hooks run with another layout");
+			ret = -EBUSY;
+			goto out;
+		}
+		if (!nvmetrace_layout_id_match(&lmod_loaded[i], &given->id[i])) {
+			NL_SET_ERR_MSG(extack,
+				       "not the BTF of the module loaded since the recording started");
+			ret = -ESTALE;
+			goto out;
+		}
+		layout_group_copy(&layout_next, given, i);
+		take |= BIT(i);
+	}
+	ret = nvmetrace_layout_check_groups(&layout_next, extack);
+	if (ret || !take)
+		goto out;
+	for (i = 0; i < NVMETRACE_LMOD_NR; i++) {
+		if (!(take & BIT(i)))
+			continue;
+		/* no hook reads the group: the copy races with nothing */
+		layout_group_copy(&nvmetrace_cfg.layout, given, i);
+		lmod_stale[i] = false;
+	}
+	for (hp = hooks; (h = *hp); hp++) {
+		if (h->kind == NVMETRACE_HOOK_TRACEPOINT || !h->module || !hook_wanted(h))
+			continue;
+		for (i = 0; i < NVMETRACE_LMOD_NR; i++)
+			if ((take & BIT(i)) && !strcmp(h->module, lmods[i].name))
+				break;
+		if (i == NVMETRACE_LMOD_NR)
+			continue;
+		h->state = NVMETRACE_HOOK_WAITING;
+		h->err = 0;
+		fn_hooks[n++] = h;
+	}
+	/* the module is loaded (COMING or LIVE): as module_notify() attaches */
+	fn_attach(fn_hooks, n);
+out:
+	mutex_unlock(&hooks_lock);
+	return ret;
 }
 
 u32 nvmetrace_hooks_nr_devs(void)

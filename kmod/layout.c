@@ -127,6 +127,30 @@ static int check_vmlinux_layout(const struct nvmetrace_layout *l)
 	return 0;
 }
 
+/* Every group l carries: 0 if each is plausible, else an error (extack). */
+int nvmetrace_layout_check_groups(const struct nvmetrace_layout *l,
+				  struct netlink_ext_ack *extack)
+{
+	if (check_tcp_layout(l)) {
+		NL_SET_ERR_MSG(extack, "implausible nvme-tcp layout (NVMETRACE_L_TCP_*)");
+		return -EINVAL;
+	}
+	if (check_rdma_layout(l)) {
+		NL_SET_ERR_MSG(extack,
+			       "implausible nvme-rdma or nvmet-rdma layout (NVMETRACE_L_RDMA*_*), or nvmet-rdma's without nvmet's");
+		return -EINVAL;
+	}
+	if (check_tcpt_layout(l)) {
+		NL_SET_ERR_MSG(extack, "implausible nvmet-tcp layout (NVMETRACE_L_NVMET_TCP_*)");
+		return -EINVAL;
+	}
+	if (check_vmlinux_layout(l)) {
+		NL_SET_ERR_MSG(extack, "implausible aio layout (NVMETRACE_L_AIO_*)");
+		return -EINVAL;
+	}
+	return 0;
+}
+
 /* START's layouts: 0, or an error with its reason in extack */
 int nvmetrace_layout_check(const struct nvmetrace_config *c,
 			   struct netlink_ext_ack *extack)
@@ -141,23 +165,23 @@ int nvmetrace_layout_check(const struct nvmetrace_config *c,
 			return ret;
 		}
 	}
+	return nvmetrace_layout_check_groups(&c->layout, extack);
+}
 
-	if (check_tcp_layout(&c->layout)) {
-		NL_SET_ERR_MSG(extack, "implausible nvme-tcp layout (NVMETRACE_L_TCP_*)");
-		return -EINVAL;
+/* Whether l carries the group of offsets of module i (enum nvmetrace_lmod). */
+bool nvmetrace_layout_has(const struct nvmetrace_layout *l, int i)
+{
+	switch (i) {
+	case NVMETRACE_LMOD_NVMET:
+		return l->valid;
+	case NVMETRACE_LMOD_NVME_TCP:
+		return l->tcp.valid;
+	case NVMETRACE_LMOD_NVMET_TCP:
+		return l->tcpt.valid;
+	case NVMETRACE_LMOD_NVME_RDMA:
+		return l->rdma.valid;
+	case NVMETRACE_LMOD_NVMET_RDMA:
+		return l->rdmat.valid;
 	}
-	if (check_rdma_layout(&c->layout)) {
-		NL_SET_ERR_MSG(extack,
-			       "implausible nvme-rdma or nvmet-rdma layout (NVMETRACE_L_RDMA*_*), or nvmet-rdma's without nvmet's");
-		return -EINVAL;
-	}
-	if (check_tcpt_layout(&c->layout)) {
-		NL_SET_ERR_MSG(extack, "implausible nvmet-tcp layout (NVMETRACE_L_NVMET_TCP_*)");
-		return -EINVAL;
-	}
-	if (check_vmlinux_layout(&c->layout)) {
-		NL_SET_ERR_MSG(extack, "implausible aio layout (NVMETRACE_L_AIO_*)");
-		return -EINVAL;
-	}
-	return 0;
+	return false;
 }

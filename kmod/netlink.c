@@ -3,11 +3,11 @@
  * The control channel: generic netlink family
  * NVMETRACE_GENL_NAME (commands and attributes: <linux/nvmetrace.h>).
  *
- * Commands: GET_VERSION, GET_STATUS, START, STOP, ADMIT, GET_HOOKS (dump),
+ * Commands: GET_VERSION, GET_STATUS, START, STOP, ADMIT, LAYOUT, GET_HOOKS (dump),
  * POOL_GET (pool.c) and DMA_COST (dmacost.c).
  *
- * Every command needs CAP_NET_ADMIN (GENL_ADMIN_PERM); START, STOP, ADMIT
- * and DMA_COST, which change what the kernel does, need CAP_SYS_ADMIN too, as
+ * Every command needs CAP_NET_ADMIN (GENL_ADMIN_PERM); START, STOP, ADMIT,
+ * LAYOUT and DMA_COST, which change what the kernel does, need CAP_SYS_ADMIN too, as
  * /dev/nvmetrace does (checked in their handlers, which say so in extack).  The family exists
  * only in the initial network namespace (.netnsok unset): the rings are
  * global.  Every request is strictly validated against nvmetrace_genl_policy:
@@ -423,6 +423,21 @@ static int nvmetrace_genl_stop(struct sk_buff *skb, struct genl_info *info)
 	return nvmetrace_genl_reply_state(info, nvmetrace_genl_do_stop(0));
 }
 
+/* ctl_lock held: 0 if info's socket owns the running recording, else why not */
+static int nvmetrace_genl_owner_check(struct genl_info *info)
+{
+	if (nvmetrace_dev.state != NVMETRACE_STATE_RECORDING) {
+		NL_SET_ERR_MSG(info->extack, "nothing is recording");
+		return -ENOENT;
+	}
+	if (nvmetrace_dev.owner_portid != info->snd_portid) {
+		NL_SET_ERR_MSG(info->extack,
+			       "the recording belongs to another socket");
+		return -EBUSY;
+	}
+	return 0;
+}
+
 /*
  * ADMIT: devices that appeared after START join the recording.  Only the
  * socket that started it may add to it, and only to a filtered one (an
@@ -445,14 +460,8 @@ static int nvmetrace_genl_admit(struct sk_buff *skb, struct genl_info *info)
 		return -ENOMEM;
 
 	mutex_lock(&nvmetrace_dev.ctl_lock);
-	if (nvmetrace_dev.state != NVMETRACE_STATE_RECORDING) {
-		NL_SET_ERR_MSG(info->extack, "nothing is recording");
-		err = -ENOENT;
-	} else if (nvmetrace_dev.owner_portid != info->snd_portid) {
-		NL_SET_ERR_MSG(info->extack,
-			       "the recording belongs to another socket");
-		err = -EBUSY;
-	} else if (!nvmetrace_dev.cfg.dev_filter) {
+	err = nvmetrace_genl_owner_check(info);
+	if (!err && !nvmetrace_dev.cfg.dev_filter) {
 		NL_SET_ERR_MSG(info->extack,
 			       "the recording has every device: START had no device filter");
 		err = -EINVAL;
@@ -481,6 +490,31 @@ static int nvmetrace_genl_admit(struct sk_buff *skb, struct genl_info *info)
 	}
 	nla_nest_end(msg, nest);
 	return nvmetrace_genl_reply_send(msg, hdr, info);
+}
+
+/* LAYOUT: a transport module's layout, for a module loaded since START. */
+static int nvmetrace_genl_layout(struct sk_buff *skb, struct genl_info *info)
+{
+	struct nvmetrace_layout *l;
+	int err;
+
+	if (!nvmetrace_genl_sys_admin(skb, info))
+		return -EPERM;
+	if (GENL_REQ_ATTR_CHECK(info, NVMETRACE_A_LAYOUT))
+		return -EINVAL;
+	l = kzalloc(sizeof(*l), GFP_KERNEL);
+	if (!l)
+		return -ENOMEM;
+	err = nvmetrace_genl_parse_layout(info, info->attrs[NVMETRACE_A_LAYOUT], l);
+	if (!err) {
+		mutex_lock(&nvmetrace_dev.ctl_lock);
+		err = nvmetrace_genl_owner_check(info);
+		if (!err)
+			err = nvmetrace_hooks_layout(l, info->extack);
+		mutex_unlock(&nvmetrace_dev.ctl_lock);
+	}
+	kfree(l);
+	return err;
 }
 
 /*
@@ -619,6 +653,11 @@ static const struct genl_ops nvmetrace_genl_ops[] = {
 		.cmd	= NVMETRACE_CMD_ADMIT,
 		.flags	= GENL_ADMIN_PERM,
 		.doit	= nvmetrace_genl_admit,
+	},
+	{
+		.cmd	= NVMETRACE_CMD_LAYOUT,
+		.flags	= GENL_ADMIN_PERM,
+		.doit	= nvmetrace_genl_layout,
 	},
 	{
 		.cmd	= NVMETRACE_CMD_DMA_COST,

@@ -276,6 +276,14 @@ void nvmetrace_hooks_stop(void);
  * -ENOSPC when the table is full.
  */
 int nvmetrace_hooks_admit(u32 dev);
+/*
+ * nvmetrace_hooks_layout: called with ctl_lock held and state RECORDING;
+ * LAYOUT's groups (netlink.c parsed them into l) for transport modules
+ * loaded since START: checked against the loaded modules, taken, and their
+ * hooks attached.  0, or an error with its reason in extack.
+ */
+int nvmetrace_hooks_layout(const struct nvmetrace_layout *l,
+			   struct netlink_ext_ack *extack);
 /* The recording's devices, under ctl_lock: how many, and the i-th. */
 u32 nvmetrace_hooks_nr_devs(void);
 u32 nvmetrace_hooks_dev(u32 i);
@@ -288,6 +296,11 @@ int nvmetrace_hooks_dump(struct sk_buff *skb, struct netlink_callback *cb);
  */
 int nvmetrace_layout_check(const struct nvmetrace_config *cfg,
 			   struct netlink_ext_ack *extack);
+/* Only the plausibility of each group l carries (START's, or LAYOUT's). */
+int nvmetrace_layout_check_groups(const struct nvmetrace_layout *l,
+				  struct netlink_ext_ack *extack);
+/* Whether l carries module i's group (enum nvmetrace_lmod). */
+bool nvmetrace_layout_has(const struct nvmetrace_layout *l, int i);
 
 /*
  * ftrace_hook.c: function-entry hooks through one shared ftrace_ops, whose

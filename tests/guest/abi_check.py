@@ -24,7 +24,7 @@ A = dict(ABI_VERSION=1, MODULE_VERSION=2, RING_VERSION=3, STATE=4, NR_RINGS=5, R
          RING_MAP_SIZE=7, REC_SIZE=8, RECORDS=9, LOST=10, ROLE=11, SAMPLE=12, SEED=13,
          DEVS=14, DEV=15, HOOK=16, HOOK_NAME=17, HOOK_KIND=18, HOOK_STATE=19, HOOK_ERROR=20,
          FLAGS=22, LAYOUT=24)
-CMD = dict(GET_VERSION=1, GET_STATUS=2, START=3, STOP=4, GET_HOOKS=5, ADMIT=8)
+CMD = dict(GET_VERSION=1, GET_STATUS=2, START=3, STOP=4, GET_HOOKS=5, ADMIT=8, LAYOUT=9)
 
 def attr(t, payload):
     l = 4 + len(payload)
@@ -86,8 +86,8 @@ fam = struct.unpack("H", msgs[0][CTRL_ATTR_FAMILY_ID])[0]
 
 err, msgs, _ = g.req(fam, CMD["GET_VERSION"])
 v = msgs[0] if msgs else {}
-check(err == 0 and u32(v[A["ABI_VERSION"]]) == 5 and u32(v[A["RING_VERSION"]]) == 2,
-      "GET_VERSION abi 5, ring 2")
+check(err == 0 and u32(v[A["ABI_VERSION"]]) == 6 and u32(v[A["RING_VERSION"]]) == 2,
+      "GET_VERSION abi 6, ring 2")
 mv = v.get(A["MODULE_VERSION"], b"").rstrip(b"\0").decode()
 check(mv == open(os.environ["NVMETRACE_SRC"] + "/VERSION").read().strip(), "MODULE_VERSION " + mv)
 
@@ -153,6 +153,24 @@ if err == 0 and msgs:
 check(err == 0 and got == [0, 1, 2, 7], "ADMIT one device -> the recording's 4 (%s, '%s')" % (got, ext))
 err, _, ext = g.req(fam, CMD["ADMIT"])
 check(err == -errno.EINVAL, "ADMIT without DEVS -> EINVAL (%d, '%s')" % (err, ext))
+# LAYOUT by hand (ABI 6), on the host recording above.  nvme-tcp's group is
+# NVMETRACE_L_TCP_QUEUE_REQUEST (7) .. _TCP_LAST (25), its identity 145; offsets 8 and a
+# queue size (QUEUE_SIZE, the 9th) of 1024 are plausible.
+tcp = b"".join(attr(7 + i, struct.pack("I", 1024 if i == 8 else 8)) for i in range(19))
+err, _, ext = g.req(fam, CMD["LAYOUT"], attr(A["LAYOUT"] | 0x8000, tcp))
+check(err == -errno.EINVAL and "identity" in ext, "LAYOUT without its BTF identity -> EINVAL ('%s')" % ext)
+err, _, ext = g.req(fam, CMD["LAYOUT"], attr(A["LAYOUT"] | 0x8000, tcp + attr(145, struct.pack("I", 0x1234))))
+check(err == -errno.ESTALE and "BTF of the module" in ext,
+      "LAYOUT with an identity no module loaded since START has -> ESTALE (%d, '%s')" % (err, ext))
+nvmet = b"".join(attr(i, struct.pack("I", 8)) for i in range(1, 7))
+err, _, ext = g.req(fam, CMD["LAYOUT"], attr(A["LAYOUT"] | 0x8000, nvmet))
+check(err == -errno.EINVAL and "START's only" in ext, "LAYOUT with nvmet's group -> EINVAL ('%s')" % ext)
+# nvmet-tcp's group (64 .. 71, identity 146) is the target role's: not this recording's
+tcpt = b"".join(attr(64 + i, struct.pack("I", 8)) for i in range(8)) + attr(146, struct.pack("I", 1))
+err, _, ext = g.req(fam, CMD["LAYOUT"], attr(A["LAYOUT"] | 0x8000, tcpt))
+check(err == -errno.EINVAL and "role" in ext, "LAYOUT of the target's transport on a host recording -> EINVAL ('%s')" % ext)
+err, _, ext = g.req(fam, CMD["LAYOUT"])
+check(err == -errno.EINVAL, "LAYOUT without LAYOUT -> EINVAL (%d, '%s')" % (err, ext))
 devs = attr(A["DEVS"] | 0x8000, b"".join(attr(A["DEV"], struct.pack("I", i)) for i in range(65)))
 err, _, ext = g.req(fam, CMD["START"], attr(A["ROLE"], struct.pack("I", 3)) + devs)
 check(err == -errno.EINVAL and "too many" in ext, "START 65 devs -> EINVAL ('%s')" % ext)
@@ -163,6 +181,8 @@ check(err == -errno.EINVAL and "BTF identity" in ext,
       "START with an identity but no layout -> EINVAL ('%s')" % ext)
 err, msgs, _ = g.req(fam, CMD["STOP"])
 check(err == 0 and msgs and u32(msgs[0][A["STATE"]]) == 0, "STOP -> IDLE")
+err, _, ext = g.req(fam, CMD["LAYOUT"], attr(A["LAYOUT"] | 0x8000, tcp + attr(145, struct.pack("I", 1))))
+check(err == -errno.ENOENT, "LAYOUT while idle -> ENOENT (%d, '%s')" % (err, ext))
 err, msgs, _ = g.req(fam, CMD["GET_HOOKS"], flags=NLM_F_DUMP)
 states = [u32(parse_attrs(m[A["HOOK"]])[A["HOOK_STATE"]]) for m in msgs]
 check(err == 0 and len(msgs) >= 10 and set(states) == {0}, "after STOP every hook detached")

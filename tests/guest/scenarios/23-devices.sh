@@ -1,14 +1,14 @@
 #!/bin/bash
 # 23-devices: a recording follows the machine as it changes. nvmetrace records host and target
-# at 1-of-1 from before any NVMe-oF device exists on the host; while it runs the host connects
-# (fio), resets the controller (fio), disconnects and connects again (a new controller of the
+# at 1-of-1 from before any NVMe-oF device exists on the host, nvme_tcp not loaded yet; while it
+# runs the host loads nvme_tcp and connects (fio), resets the controller (fio), disconnects and connects again (a new controller of the
 # same subsystem, fio), the target adds a second namespace that the host finds (fio),
 # nvme_tcp is unloaded and loaded again between a disconnect and a connect (fio), and the
 # target's nvmet and nvmet_tcp are unloaded and set up again (fio).
-# Asserts here: record starts with no namespace and says so; it says each device as it
-# appears and goes; fio sees no error; the recorder ends cleanly; the module unloads.
+# Asserts here: record starts with no namespace and says so; nvme_tcp's hooks attach when it
+# loads (record says so, at each load); it says each device as it appears and goes; fio sees no error; the recorder ends cleanly; the module unloads.
 # 23-devices.check, on the lane's machine: every fio I/O is a host command, every host command
-# is matched on the target, a target command without a host partner ran only while the host
+# is matched on the target and has its nvme-tcp command PDU record, a target command without a host partner ran only while the host
 # did not follow its controller's devices (before_device), and every group is named after its
 # device (the device table grew with the recording).
 # lane-timeout: 300
@@ -21,8 +21,9 @@ need_module null_blk
 modprobe -r null_blk && modprobe null_blk nr_devices=2 || fail "null_blk with two devices"
 wait_for 5 test -b /dev/nullb1 || fail "/dev/nullb1 did not appear"
 nvmet_tcp_setup
-# nvme_tcp loaded, no controller: its hooks need its BTF when the recording starts
-need_module nvme_tcp
+# nvme_tcp not loaded: the first connect loads it while recording, and its hooks get its layout then
+modprobe -r nvme_tcp 2>/dev/null
+[ -e /sys/module/nvme_tcp ] && fail "nvme_tcp still loaded"
 insmod "$NVMETRACE_KO" || fail "insmod failed"
 
 "$NT" record -r host -r target -s 1 -o "$RESULTS/rec.ntr" >"$RESULTS/record.out" 2>&1 &
@@ -31,6 +32,10 @@ recorder_wait "$RESULTS/record.out"
 said() { grep -q -- "$1" "$RESULTS/record.out"; }
 said "no NVMe-oF namespace on this host yet: recording those that appear" ||
 	{ cat "$RESULTS/record.out"; fail "record did not say it starts with no namespace"; }
+said "nvme_tcp is not loaded yet: its hooks attach when it is" ||
+	{ cat "$RESULTS/record.out"; fail "record did not say nvme_tcp's hooks wait for it"; }
+# tcp_loaded N: record said N times that nvme_tcp loaded and its hooks attached
+tcp_loaded() { [ "$(grep -c "nvmetrace: nvme_tcp loaded: its [0-9]* hooks attached" "$RESULTS/record.out")" -ge "$1" ]; }
 recorder_alive() { kill -0 $REC 2>/dev/null || { cat "$RESULTS/record.out"; fail "the recorder died ($1)"; }; }
 # appeared NAME: record said that the disk NAME appeared (its head disk, or itself)
 appeared() { wait_for 30 said "nvmetrace: $1 (tcp $NVMET_NQN, .*) appeared: recording it"; }
@@ -43,9 +48,10 @@ ctrl_of() { # the controller (nvmeN) of subsystem $NVMET_NQN
 }
 fio_args=(--ioengine=libaio --direct=1 --bs=4k --iodepth=4 --size=32m --time_based --runtime=2)
 
-# 1. a namespace connected after the recording started
+# 1. a namespace connected after the recording started (the connect loads nvme_tcp)
 dev=$(nvme_tcp_connect)
 appeared "$dev" || { cat "$RESULTS/record.out"; fail "record did not say $dev appeared"; }
+tcp_loaded 1 || { cat "$RESULTS/record.out"; fail "record did not give nvme_tcp its layout"; }
 run_fio connect --filename="/dev/$dev" --rw=randread "${fio_args[@]}" || fail "fio connect"
 
 # 2. a controller reset: the same controller, its queues made anew
@@ -92,6 +98,7 @@ wait_for 30 said "nvmetrace: $dev3 (tcp .*) went away" ||
 modprobe -r nvme_tcp || fail "cannot unload nvme_tcp"
 recorder_alive "nvme_tcp unloaded"
 modprobe nvme_tcp || fail "cannot load nvme_tcp again"
+wait_for 30 tcp_loaded 2 || { cat "$RESULTS/record.out"; fail "record did not see nvme_tcp loaded again"; }
 lines=$(grep -c "appeared: recording it" "$RESULTS/record.out")
 dev4=$(nvme_tcp_connect)
 wait_for 30 new_line || { cat "$RESULTS/record.out"; fail "record did not say $dev4 appeared"; }

@@ -4,6 +4,7 @@
 # nvme_tcp is loaded with no controller, so Genl.ReloadedModule* can load it again while
 # recording: with START's identity of its BTF its hooks come back, with another they stay STALE.
 # Genl.Admit* grows a recording's devices with ADMIT, and has the module refuse what it must.
+# Genl.LayoutGiven* unloads nvme_tcp, starts, loads it and gives its layout with LAYOUT.
 # lane-timeout: 90
 . "$NVMETRACE_SRC/tests/guest/lib.sh"
 need_ko
@@ -13,7 +14,7 @@ t=$bdir/tests/genl_test
 [ -x "$t" ] || fail "$t not built (cmake --build $bdir)"
 modprobe nvme_tcp || fail "cannot load nvme_tcp"
 insmod "$NVMETRACE_KO" || fail "insmod failed"
-"$t" --gtest_color=no --gtest_filter='Genl.StartValidates*:Genl.VersionAndStatus*:Genl.*FromTheModule*:Genl.Admit*:Genl.ReloadedModule*' 2>&1 | tee "$RESULTS/genl_test.log"
+"$t" --gtest_color=no --gtest_filter='Genl.StartValidates*:Genl.VersionAndStatus*:Genl.*FromTheModule*:Genl.Admit*:Genl.ReloadedModule*:Genl.LayoutGiven*' 2>&1 | tee "$RESULTS/genl_test.log"
 rc=${PIPESTATUS[0]}
 rmmod nvmetrace || fail "rmmod failed"
 modprobe -r nvme_tcp || true

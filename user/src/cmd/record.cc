@@ -179,6 +179,44 @@ std::string tracepoints_note(std::string_view module, const BtfLayout& btf, int 
 
 }  // namespace
 
+std::string transport_layout(std::string_view module, StartArgs& start) {
+    const std::string mod(module);
+    BtfLayout btf = BtfLayout::load(mod);
+    if (!btf.ok())
+        return btf.error();
+    std::optional<std::vector<uint32_t>> offsets;
+    std::vector<uint32_t>* layout = nullptr;
+    std::optional<uint32_t>* id = nullptr;
+    if (module == "nvme_tcp") {
+        if (auto l = btf.nvme_tcp())
+            offsets = l->offsets;
+        layout = &start.tcp_layout;
+        id = &start.tcp_btf;
+    } else if (module == "nvme_rdma") {
+        if (auto l = btf.nvme_rdma())
+            offsets = l->offsets;
+        layout = &start.rdma_layout;
+        id = &start.rdma_btf;
+    } else if (module == "nvmet_tcp") {
+        if (auto l = btf.nvmet_tcp())
+            offsets = l->offsets;
+        layout = &start.tcpt_layout;
+        id = &start.tcpt_btf;
+    } else if (module == "nvmet_rdma") {
+        if (auto l = btf.nvmet_rdma())
+            offsets = l->offsets;
+        layout = &start.rdmat_layout;
+        id = &start.rdmat_btf;
+    } else {
+        return fmt::format("{} is not a transport module", module);
+    }
+    if (!offsets)
+        return btf.error();
+    *layout = std::move(*offsets);
+    *id = module_btf_id(mod);
+    return {};
+}
+
 LayoutNotes fill_layouts(uint32_t role, StartArgs& start) {
     LayoutNotes notes;
     if (role & NVMETRACE_ROLE_TARGET) {
@@ -208,32 +246,13 @@ LayoutNotes fill_layouts(uint32_t role, StartArgs& start) {
     }
     // Likewise nvmet-tcp's for the target's transport hooks, which read
     // nvmet's fields as well: only with nvmet's layout.
-    if ((role & NVMETRACE_ROLE_TARGET) && !start.layout.empty()) {
-        BtfLayout btf = BtfLayout::load("nvmet_tcp");
-        auto l = btf.ok() ? btf.nvmet_tcp() : std::nullopt;
-        if (l) {
-            start.tcpt_layout = l->offsets;
-            start.tcpt_btf = module_btf_id("nvmet_tcp");
-        } else
-            notes.tcpt_error = btf.error();
-    }
+    if ((role & NVMETRACE_ROLE_TARGET) && !start.layout.empty())
+        notes.tcpt_error = transport_layout("nvmet_tcp", start);
     // Without nvme-tcp's layout (nvme_tcp not loaded, no module BTF) its
     // hooks stay off and the analysis merges the components they would split.
     if (role & NVMETRACE_ROLE_HOST) {
-        BtfLayout btf = BtfLayout::load("nvme_tcp");
-        auto l = btf.ok() ? btf.nvme_tcp() : std::nullopt;
-        if (l) {
-            start.tcp_layout = l->offsets;
-            start.tcp_btf = module_btf_id("nvme_tcp");
-        } else
-            notes.tcp_error = btf.error();
-        BtfLayout rdma = BtfLayout::load("nvme_rdma");
-        auto r = rdma.ok() ? rdma.nvme_rdma() : std::nullopt;
-        if (r) {
-            start.rdma_layout = r->offsets;
-            start.rdma_btf = module_btf_id("nvme_rdma");
-        } else
-            notes.rdma_error = rdma.error();
+        notes.tcp_error = transport_layout("nvme_tcp", start);
+        notes.rdma_error = transport_layout("nvme_rdma", start);
     }
     // The kernel's aio_kiocb names the user's iocb of an aio command: without
     // it the aio hooks still record, but no command is matched with its reap.
@@ -246,15 +265,8 @@ LayoutNotes fill_layouts(uint32_t role, StartArgs& start) {
             notes.aio_error = btf.error();
     }
     // nvmet-rdma's hooks read nvmet's fields as well: only with nvmet's layout.
-    if ((role & NVMETRACE_ROLE_TARGET) && !start.layout.empty()) {
-        BtfLayout btf = BtfLayout::load("nvmet_rdma");
-        auto l = btf.ok() ? btf.nvmet_rdma() : std::nullopt;
-        if (l) {
-            start.rdmat_layout = l->offsets;
-            start.rdmat_btf = module_btf_id("nvmet_rdma");
-        } else
-            notes.rdmat_error = btf.error();
-    }
+    if ((role & NVMETRACE_ROLE_TARGET) && !start.layout.empty())
+        notes.rdmat_error = transport_layout("nvmet_rdma", start);
     return notes;
 }
 
@@ -438,16 +450,24 @@ int run_record(const RecordOptions& opts) {
             throw Error(fmt::format("target role: {}", layouts.nvmet_error));
         target_ns = find_target_namespaces();
     }
+    // A transport module loaded while recording gets its layout then (ABI
+    // 6: LAYOUT); an older module reads layouts at START only.
+    const bool late_layouts = mv.abi_version >= 6;
     if (!layouts.tcp_error.empty() && (role & NVMETRACE_ROLE_HOST) &&
         !std::filesystem::exists("/sys/module/nvme_tcp") &&
-        (opts.transport.empty() || opts.transport == "tcp"))
-        // its layout is read from its BTF at START only: a connect that
-        // loads the module later finds the hooks off
-        fmt::print(stderr,
-                   "nvmetrace: nvme-tcp transport hooks off: nvme_tcp is not loaded (modprobe "
-                   "nvme_tcp before recording: its hooks need its BTF when the recording "
-                   "starts)\n");
-    else if (!layouts.tcp_error.empty())
+        (opts.transport.empty() || opts.transport == "tcp")) {
+        if (late_layouts)
+            fmt::print(stderr,
+                       "nvmetrace: nvme_tcp is not loaded yet: its hooks attach when it is\n");
+        else
+            // its layout is read from its BTF at START only: a connect that
+            // loads the module later finds the hooks off
+            fmt::print(stderr,
+                       "nvmetrace: nvme-tcp transport hooks off: nvme_tcp is not loaded "
+                       "(modprobe nvme_tcp before recording: a module of ABI {} takes its "
+                       "layout when the recording starts only)\n",
+                       mv.abi_version);
+    } else if (!layouts.tcp_error.empty())
         fmt::print(stderr, "nvmetrace: nvme-tcp transport hooks off: {}\n", layouts.tcp_error);
     if (!start.aio_layout.empty() && mv.abi_version < 4) {
         // a module before ABI 4 refuses the group it does not know
@@ -587,13 +607,68 @@ int run_record(const RecordOptions& opts) {
         wo.target = role & NVMETRACE_ROLE_TARGET;
         wo.transport = opts.transport;
         wo.names = opts.devices;
+        if (late_layouts) {
+            // the transports this recording may use, and those START had
+            const auto want = [&](const char* mod, uint32_t r, const char* transport,
+                                  const std::optional<uint32_t>& started) {
+                if (!(role & r) || (!opts.transport.empty() && opts.transport != transport))
+                    return;
+                if (r == NVMETRACE_ROLE_TARGET && start.layout.empty())
+                    return;  // the target transports read nvmet's fields too
+                wo.modules.emplace_back(mod);
+                if (started)
+                    wo.modules_started.emplace_back(mod);
+            };
+            want("nvme_tcp", NVMETRACE_ROLE_HOST, "tcp", start.tcp_btf);
+            want("nvme_rdma", NVMETRACE_ROLE_HOST, "rdma", start.rdma_btf);
+            want("nvmet_tcp", NVMETRACE_ROLE_TARGET, "tcp", start.tcpt_btf);
+            want("nvmet_rdma", NVMETRACE_ROLE_TARGET, "rdma", start.rdmat_btf);
+        }
         watch.emplace(wo, host_ns, target_ns);
     }
+    // A transport module loaded (or loaded again) while recording: its
+    // layout from its BTF now, so its hooks attach.
+    auto give_layout = [&](const std::string& mod) {
+        StartArgs groups;
+        std::string why = transport_layout(mod, groups);
+        if (why.empty()) {
+            try {
+                genl.layout(groups);
+            } catch (const Error& e) {
+                why = e.what();
+            }
+        }
+        if (!why.empty()) {
+            fmt::print(stderr, "nvmetrace: {} loaded: its hooks stay off: {}\n", mod, why);
+            return;
+        }
+        // a stand-in not needed (SPARE) and a function inlined into its
+        // stand-in's (INLINED) are as they are at START
+        int on = 0;
+        std::vector<std::string> off;
+        for (const auto& h : genl.get_hooks()) {
+            if (transport_module(h.name) != mod)
+                continue;
+            if (h.state == NVMETRACE_HOOK_ATTACHED)
+                on++;
+            else if (h.state != NVMETRACE_HOOK_SPARE && h.state != NVMETRACE_HOOK_INLINED)
+                off.push_back(fmt::format("{} (state {}, error {})", h.name, h.state, h.error));
+        }
+        if (off.empty())
+            fmt::print(stderr, "nvmetrace: {} loaded: its {} hooks attached\n", mod, on);
+        else
+            fmt::print(stderr, "nvmetrace: {} loaded: {} hooks attached, not: {}\n", mod, on,
+                       fmt::join(off, ", "));
+    };
     auto follow = [&](uint64_t now, bool force) {
         if (!watch)
             return;
         std::optional<DeviceWatch::Change> c = watch->poll(now, force);
         if (!c)
+            return;
+        for (const std::string& mod : c->modules)
+            give_layout(mod);
+        if (c->block.added.empty() && c->block.gone.empty())
             return;
         if (!c->admit.empty()) {
             try {

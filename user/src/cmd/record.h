@@ -97,6 +97,9 @@ struct LayoutNotes {
 };
 // Private struct offsets from the running kernel's BTF into start.
 LayoutNotes fill_layouts(uint32_t role, StartArgs& start);
+// One transport module's layout (nvme_tcp, nvme_rdma, nvmet_tcp or
+// nvmet_rdma) and its BTF identity into start: "" when found, else why not.
+std::string transport_layout(std::string_view module, StartArgs& start);
 // The transport module a hook is in, by its function's name ("nvme_rdma"
 // for nvme_rdma_recv_done), or "" for the block, nvme-core and nvmet hooks.
 std::string_view transport_module(std::string_view hook);

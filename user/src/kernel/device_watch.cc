@@ -2,6 +2,7 @@
 
 #include <linux/netlink.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -57,6 +58,11 @@ DeviceWatch::DeviceWatch(Options opts, const std::vector<HostNamespace>& host,
     : opts_(std::move(opts)) {
     for (const auto& d : devices_to_json(host, target))
         known_.emplace(entry_key(d), d);
+    for (const auto& m : opts_.modules) {
+        const bool started = std::find(opts_.modules_started.begin(), opts_.modules_started.end(),
+                                       m) != opts_.modules_started.end();
+        module_ino_[m] = started ? module_ino(m) : 0;
+    }
     if (opts_.uevents) {
         fd_ = socket(AF_NETLINK, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, NETLINK_KOBJECT_UEVENT);
         if (fd_ >= 0) {
@@ -74,6 +80,13 @@ DeviceWatch::DeviceWatch(Options opts, const std::vector<HostNamespace>& host,
 DeviceWatch::~DeviceWatch() {
     if (fd_ >= 0)
         close(fd_);
+}
+
+uint64_t DeviceWatch::module_ino(const std::string& name) const {
+    struct stat st {};
+    if (stat(fmt::format("{}/kernel/btf/{}", opts_.sysfs_root, name).c_str(), &st) != 0)
+        return 0;
+    return static_cast<uint64_t>(st.st_ino);
 }
 
 std::map<std::string, nlohmann::json> DeviceWatch::look() const {
@@ -99,9 +112,11 @@ std::optional<DeviceWatch::Change> DeviceWatch::poll(uint64_t now_ns, bool force
         for (;;) {
             const ssize_t n = recv(fd_, buf, sizeof(buf), MSG_DONTWAIT);
             if (n > 0) {
-                // block devices and nvme controllers; other subsystems are not ours
+                // block devices, nvme controllers and modules; other
+                // subsystems are not ours
                 const std::string_view m(buf, static_cast<size_t>(n));
-                if (m.find("SUBSYSTEM=block") != m.npos || m.find("SUBSYSTEM=nvme") != m.npos)
+                if (m.find("SUBSYSTEM=block") != m.npos || m.find("SUBSYSTEM=nvme") != m.npos ||
+                    (!opts_.modules.empty() && m.find("SUBSYSTEM=module") != m.npos))
                     heard = true;
                 continue;
             }
@@ -125,6 +140,14 @@ std::optional<DeviceWatch::Change> DeviceWatch::poll(uint64_t now_ns, bool force
         return std::nullopt;
     }
     Change c;
+    // modules first: record gives a transport its layout before admitting
+    // the disks that appeared with it
+    for (auto& [name, ino] : module_ino_) {
+        const uint64_t now_ino = module_ino(name);
+        if (now_ino != 0 && now_ino != ino)
+            c.modules.push_back(name);
+        ino = now_ino;
+    }
     // a disk that stays but changes controller (a reset or a reconnect
     // gives it another controller id): gone and added, one line
     std::map<std::string, const nlohmann::json*> was;

@@ -4,7 +4,10 @@
 // (nvmet subsystems), made at once when the kernel sends a uevent and at
 // least once a second; what differs from the last look is a change: the
 // DEVICES block the recording keeps, the host disks to admit into the
-// module's recording, and a line for the user per device.
+// module's recording, and a line for the user per device.  It also watches
+// the transport modules whose hooks need their layout (nvme_tcp, ...): one
+// loaded (or loaded again) while recording is named in the change, for
+// record to give the module its layout (NVMETRACE_CMD_LAYOUT).
 #pragma once
 
 #include "format/recfile.h"
@@ -34,12 +37,21 @@ public:
         std::string configfs_root = "/sys/kernel/config";
         bool uevents = true;  // listen for kernel uevents (else: the period only)
         uint64_t period_ns = 1'000'000'000;
+        // Modules to report when their BTF (sysfs_root/kernel/btf/<name>)
+        // appears or is replaced by a load; `modules_started` the ones whose
+        // layout the recording started with, as loaded then (any other
+        // already loaded is reported at the first look).
+        std::vector<std::string> modules = {};
+        std::vector<std::string> modules_started = {};
     };
     struct Change {
-        DeviceChange block;              // for the recording (monotonic_ns set by the caller)
-        std::vector<uint32_t> admit;     // host disks new to the recording: paths, then heads
-        std::vector<std::string> lines;  // one per device, for the user
-        [[nodiscard]] bool empty() const { return block.added.empty() && block.gone.empty(); }
+        DeviceChange block;                // for the recording (monotonic_ns set by the caller)
+        std::vector<uint32_t> admit;       // host disks new to the recording: paths, then heads
+        std::vector<std::string> lines;    // one per device, for the user
+        std::vector<std::string> modules;  // Options::modules loaded since the last look
+        [[nodiscard]] bool empty() const {
+            return block.added.empty() && block.gone.empty() && modules.empty();
+        }
     };
 
     // host and target: what the recording started with (its META).
@@ -61,11 +73,15 @@ private:
     // One entry per device, as the recording's devices array has them, by a
     // key that changes when a device is replaced (name, dev, controller).
     std::map<std::string, nlohmann::json> look() const;
+    // The identity of a module's BTF file as loaded (its inode: sysfs makes
+    // a new one at each load); 0: not loaded.
+    [[nodiscard]] uint64_t module_ino(const std::string& name) const;
 
     Options opts_;
     int fd_ = -1;
     uint64_t last_ = 0;
     std::map<std::string, nlohmann::json> known_;
+    std::map<std::string, uint64_t> module_ino_;  // Options::modules, as last seen
 };
 
 }  // namespace nvmetrace

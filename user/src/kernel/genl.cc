@@ -147,6 +147,8 @@ std::string command_name(uint8_t cmd) {
             return "DMA_COST";
         case NVMETRACE_CMD_ADMIT:
             return "ADMIT";
+        case NVMETRACE_CMD_LAYOUT:
+            return "LAYOUT";
         default:
             return fmt::format("command {}", cmd);
     }
@@ -358,6 +360,85 @@ Status GenlClient::get_status() {
     return s;
 }
 
+namespace {
+
+// NVMETRACE_A_LAYOUT of START or LAYOUT: every group args carries, whole,
+// each with its module's BTF identity when it has one.
+void put_layouts(nl_msg* msg, const StartArgs& args, const char* what) {
+    constexpr size_t kNvmetOffsets = NVMETRACE_L_CTRL_CNTLID - NVMETRACE_L_REQ_CMD + 1;
+    constexpr size_t kTcpOffsets = NVMETRACE_L_TCP_LAST - NVMETRACE_L_TCP_QUEUE_REQUEST + 1;
+    if (!args.layout.empty() && args.layout.size() != kNvmetOffsets)
+        throw Error(fmt::format("{}: the nvmet layout needs {} offsets, got {}", what,
+                                kNvmetOffsets, args.layout.size()));
+    if (!args.tcp_layout.empty() && args.tcp_layout.size() != kTcpOffsets)
+        throw Error(fmt::format("{}: the nvme-tcp layout needs {} offsets, got {}", what,
+                                kTcpOffsets, args.tcp_layout.size()));
+    constexpr size_t kRdmaOffsets = NVMETRACE_L_RDMA_LAST - NVMETRACE_L_RDMA_WC_WR_CQE + 1;
+    constexpr size_t kRdmatOffsets = NVMETRACE_L_RDMAT_RSP_REQ - NVMETRACE_L_RDMAT_WC_WR_CQE + 1;
+    if (!args.rdma_layout.empty() && args.rdma_layout.size() != kRdmaOffsets)
+        throw Error(fmt::format("{}: the nvme-rdma layout needs {} offsets, got {}", what,
+                                kRdmaOffsets, args.rdma_layout.size()));
+    if (!args.rdmat_layout.empty() && args.rdmat_layout.size() != kRdmatOffsets)
+        throw Error(fmt::format("{}: the nvmet-rdma layout needs {} offsets, got {}", what,
+                                kRdmatOffsets, args.rdmat_layout.size()));
+    constexpr size_t kTcptOffsets = NVMETRACE_L_NVMET_TCP_LAST - NVMETRACE_L_NVMET_TCP_BASE + 1;
+    if (!args.tcpt_layout.empty() && args.tcpt_layout.size() != kTcptOffsets)
+        throw Error(fmt::format("{}: the nvmet-tcp layout needs {} offsets, got {}", what,
+                                kTcptOffsets, args.tcpt_layout.size()));
+    constexpr size_t kAioOffsets = NVMETRACE_L_VMLINUX_LAST - NVMETRACE_L_VMLINUX_BASE + 1;
+    if (!args.aio_layout.empty() && args.aio_layout.size() != kAioOffsets)
+        throw Error(fmt::format("{}: the aio layout needs {} offsets, got {}", what, kAioOffsets,
+                                args.aio_layout.size()));
+    // Each module's BTF identity goes with its layout, never alone.
+    const struct {
+        const std::optional<uint32_t>& id;
+        const std::vector<uint32_t>& layout;
+        int attr;
+        const char* name;
+    } ids[] = {
+        {args.nvmet_btf, args.layout, NVMETRACE_L_BTF_NVMET, "nvmet"},
+        {args.tcp_btf, args.tcp_layout, NVMETRACE_L_BTF_NVME_TCP, "nvme-tcp"},
+        {args.tcpt_btf, args.tcpt_layout, NVMETRACE_L_BTF_NVMET_TCP, "nvmet-tcp"},
+        {args.rdma_btf, args.rdma_layout, NVMETRACE_L_BTF_NVME_RDMA, "nvme-rdma"},
+        {args.rdmat_btf, args.rdmat_layout, NVMETRACE_L_BTF_NVMET_RDMA, "nvmet-rdma"},
+    };
+    for (const auto& id : ids)
+        if (id.id && id.layout.empty())
+            throw Error(
+                fmt::format("{}: a BTF identity of {} without its layout: give both, or neither",
+                            what, id.name));
+    if (!args.layout.empty() || !args.tcp_layout.empty() || !args.tcpt_layout.empty() ||
+        !args.rdma_layout.empty() || !args.rdmat_layout.empty() || !args.aio_layout.empty()) {
+        nlattr* lay = nla_nest_start(msg, NVMETRACE_A_LAYOUT | NLA_F_NESTED);
+        bool ok = lay != nullptr;
+        for (size_t i = 0; ok && i < args.layout.size(); i++)
+            ok = nla_put_u32(msg, static_cast<int>(NVMETRACE_L_REQ_CMD + i), args.layout[i]) == 0;
+        for (size_t i = 0; ok && i < args.tcp_layout.size(); i++)
+            ok = nla_put_u32(msg, static_cast<int>(NVMETRACE_L_TCP_QUEUE_REQUEST + i),
+                             args.tcp_layout[i]) == 0;
+        for (size_t i = 0; ok && i < args.rdma_layout.size(); i++)
+            ok = nla_put_u32(msg, static_cast<int>(NVMETRACE_L_RDMA_WC_WR_CQE + i),
+                             args.rdma_layout[i]) == 0;
+        for (size_t i = 0; ok && i < args.rdmat_layout.size(); i++)
+            ok = nla_put_u32(msg, static_cast<int>(NVMETRACE_L_RDMAT_WC_WR_CQE + i),
+                             args.rdmat_layout[i]) == 0;
+        for (size_t i = 0; ok && i < args.tcpt_layout.size(); i++)
+            ok = nla_put_u32(msg, static_cast<int>(NVMETRACE_L_NVMET_TCP_BASE + i),
+                             args.tcpt_layout[i]) == 0;
+        for (size_t i = 0; ok && i < args.aio_layout.size(); i++)
+            ok = nla_put_u32(msg, static_cast<int>(NVMETRACE_L_VMLINUX_BASE + i),
+                             args.aio_layout[i]) == 0;
+        for (const auto& id : ids)
+            if (ok && id.id)
+                ok = nla_put_u32(msg, id.attr, *id.id) == 0;
+        ok = ok && nla_nest_end(msg, lay) >= 0;
+        if (!ok)
+            throw Error(fmt::format("{}: cannot build the layout attribute", what));
+    }
+}
+
+}  // namespace
+
 State GenlClient::start(const StartArgs& args) {
     constexpr uint8_t cmd = NVMETRACE_CMD_START;
     constexpr uint32_t kRoles = NVMETRACE_ROLE_HOST | NVMETRACE_ROLE_TARGET;
@@ -384,76 +465,7 @@ State GenlClient::start(const StartArgs& args) {
         ok = nla_put_u32(msg.get(), NVMETRACE_A_FLAGS, NVMETRACE_START_DEV_FILTER) == 0;
     if (!ok)
         throw Error("START: cannot build the flags attribute");
-    constexpr size_t kNvmetOffsets = NVMETRACE_L_CTRL_CNTLID - NVMETRACE_L_REQ_CMD + 1;
-    constexpr size_t kTcpOffsets = NVMETRACE_L_TCP_LAST - NVMETRACE_L_TCP_QUEUE_REQUEST + 1;
-    if (!args.layout.empty() && args.layout.size() != kNvmetOffsets)
-        throw Error(fmt::format("START: the nvmet layout needs {} offsets, got {}", kNvmetOffsets,
-                                args.layout.size()));
-    if (!args.tcp_layout.empty() && args.tcp_layout.size() != kTcpOffsets)
-        throw Error(fmt::format("START: the nvme-tcp layout needs {} offsets, got {}", kTcpOffsets,
-                                args.tcp_layout.size()));
-    constexpr size_t kRdmaOffsets = NVMETRACE_L_RDMA_LAST - NVMETRACE_L_RDMA_WC_WR_CQE + 1;
-    constexpr size_t kRdmatOffsets = NVMETRACE_L_RDMAT_RSP_REQ - NVMETRACE_L_RDMAT_WC_WR_CQE + 1;
-    if (!args.rdma_layout.empty() && args.rdma_layout.size() != kRdmaOffsets)
-        throw Error(fmt::format("START: the nvme-rdma layout needs {} offsets, got {}",
-                                kRdmaOffsets, args.rdma_layout.size()));
-    if (!args.rdmat_layout.empty() && args.rdmat_layout.size() != kRdmatOffsets)
-        throw Error(fmt::format("START: the nvmet-rdma layout needs {} offsets, got {}",
-                                kRdmatOffsets, args.rdmat_layout.size()));
-    constexpr size_t kTcptOffsets = NVMETRACE_L_NVMET_TCP_LAST - NVMETRACE_L_NVMET_TCP_BASE + 1;
-    if (!args.tcpt_layout.empty() && args.tcpt_layout.size() != kTcptOffsets)
-        throw Error(fmt::format("START: the nvmet-tcp layout needs {} offsets, got {}",
-                                kTcptOffsets, args.tcpt_layout.size()));
-    constexpr size_t kAioOffsets = NVMETRACE_L_VMLINUX_LAST - NVMETRACE_L_VMLINUX_BASE + 1;
-    if (!args.aio_layout.empty() && args.aio_layout.size() != kAioOffsets)
-        throw Error(fmt::format("START: the aio layout needs {} offsets, got {}", kAioOffsets,
-                                args.aio_layout.size()));
-    // Each module's BTF identity goes with its layout, never alone.
-    const struct {
-        const std::optional<uint32_t>& id;
-        const std::vector<uint32_t>& layout;
-        int attr;
-        const char* what;
-    } ids[] = {
-        {args.nvmet_btf, args.layout, NVMETRACE_L_BTF_NVMET, "nvmet"},
-        {args.tcp_btf, args.tcp_layout, NVMETRACE_L_BTF_NVME_TCP, "nvme-tcp"},
-        {args.tcpt_btf, args.tcpt_layout, NVMETRACE_L_BTF_NVMET_TCP, "nvmet-tcp"},
-        {args.rdma_btf, args.rdma_layout, NVMETRACE_L_BTF_NVME_RDMA, "nvme-rdma"},
-        {args.rdmat_btf, args.rdmat_layout, NVMETRACE_L_BTF_NVMET_RDMA, "nvmet-rdma"},
-    };
-    for (const auto& m : ids)
-        if (m.id && m.layout.empty())
-            throw Error(fmt::format(
-                "START: a BTF identity of {} without its layout: give both, or neither", m.what));
-    if (!args.layout.empty() || !args.tcp_layout.empty() || !args.tcpt_layout.empty() ||
-        !args.rdma_layout.empty() || !args.rdmat_layout.empty() || !args.aio_layout.empty()) {
-        nlattr* lay = nla_nest_start(msg.get(), NVMETRACE_A_LAYOUT | NLA_F_NESTED);
-        ok = lay != nullptr;
-        for (size_t i = 0; ok && i < args.layout.size(); i++)
-            ok = nla_put_u32(msg.get(), static_cast<int>(NVMETRACE_L_REQ_CMD + i),
-                             args.layout[i]) == 0;
-        for (size_t i = 0; ok && i < args.tcp_layout.size(); i++)
-            ok = nla_put_u32(msg.get(), static_cast<int>(NVMETRACE_L_TCP_QUEUE_REQUEST + i),
-                             args.tcp_layout[i]) == 0;
-        for (size_t i = 0; ok && i < args.rdma_layout.size(); i++)
-            ok = nla_put_u32(msg.get(), static_cast<int>(NVMETRACE_L_RDMA_WC_WR_CQE + i),
-                             args.rdma_layout[i]) == 0;
-        for (size_t i = 0; ok && i < args.rdmat_layout.size(); i++)
-            ok = nla_put_u32(msg.get(), static_cast<int>(NVMETRACE_L_RDMAT_WC_WR_CQE + i),
-                             args.rdmat_layout[i]) == 0;
-        for (size_t i = 0; ok && i < args.tcpt_layout.size(); i++)
-            ok = nla_put_u32(msg.get(), static_cast<int>(NVMETRACE_L_NVMET_TCP_BASE + i),
-                             args.tcpt_layout[i]) == 0;
-        for (size_t i = 0; ok && i < args.aio_layout.size(); i++)
-            ok = nla_put_u32(msg.get(), static_cast<int>(NVMETRACE_L_VMLINUX_BASE + i),
-                             args.aio_layout[i]) == 0;
-        for (const auto& m : ids)
-            if (ok && m.id)
-                ok = nla_put_u32(msg.get(), m.attr, *m.id) == 0;
-        ok = ok && nla_nest_end(msg.get(), lay) >= 0;
-        if (!ok)
-            throw Error("START: cannot build the layout attribute");
-    }
+    put_layouts(msg.get(), args, "START");
 
     State state = State::kIdle;
     Reply reply;
@@ -489,6 +501,14 @@ std::vector<uint32_t> GenlClient::admit(const std::vector<uint32_t>& devs) {
     };
     transact(msg.release(), cmd, reply);
     return all;
+}
+
+void GenlClient::layout(const StartArgs& groups) {
+    constexpr uint8_t cmd = NVMETRACE_CMD_LAYOUT;
+    MsgPtr msg(new_request(cmd, 0));
+    put_layouts(msg.get(), groups, "LAYOUT");
+    Reply reply;
+    transact(msg.release(), cmd, reply);
 }
 
 State GenlClient::stop() {

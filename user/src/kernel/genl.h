@@ -166,6 +166,11 @@ public:
     // socket's recording (START had dev_filter).  Returns every device the
     // recording now has.  Modules of ABI 5 and later only.
     std::vector<uint32_t> admit(const std::vector<uint32_t>& devs);
+    // NVMETRACE_CMD_LAYOUT (ABI 6): the layouts of transport modules loaded
+    // since start(), into this socket's recording: `groups` carries only
+    // those (their *_layout members, each with its *_btf identity); their
+    // hooks attach before it returns.
+    void layout(const StartArgs& groups);
     State stop();
     std::vector<HookInfo> get_hooks();
     // `dev`: a block device (kernel dev_t) whose queue's blk_iobuf pool to

@@ -234,6 +234,52 @@ TEST_F(FakeSysfs, DeviceWatchFollowsTargetNamespaces) {
               nlohmann::json({{"kind", "target_ns"}, {"subsysnqn", "nqn.t"}, {"nsid", 1}}));
 }
 
+// Transport modules loaded while recording are named in a change, once per
+// load (a load makes the BTF file anew), modules first; one whose layout the
+// recording started with is named only when loaded again.
+TEST_F(FakeSysfs, DeviceWatchNamesTransportModulesAsTheyLoad) {
+    put("sys/kernel/btf/nvmet_tcp", "btf 1");
+    put("sys/kernel/btf/nvme_rdma", "btf 1");  // loaded, but not in the started set
+    DeviceWatch w({.host = true,
+                   .target = true,
+                   .sysfs_root = sys(),
+                   .configfs_root = (root_ / "cfg").string(),
+                   .uevents = false,
+                   .modules = {"nvme_tcp", "nvme_rdma", "nvmet_tcp"},
+                   .modules_started = {"nvmet_tcp"}},
+                  {}, {});
+    auto c = w.poll(0, true);
+    ASSERT_TRUE(c);
+    EXPECT_EQ(c->modules, std::vector<std::string>{"nvme_rdma"});
+    EXPECT_TRUE(c->block.added.empty());
+    EXPECT_FALSE(w.poll(0, true));
+
+    // nvme_tcp loads, with a namespace: the module and the disk in one change
+    put("sys/kernel/btf/nvme_tcp", "btf 1");
+    ctrl("nvme0", "tcp", 1);
+    put("sys/class/nvme/nvme0/nvme0n1/dev", "259:0");
+    c = w.poll(0, true);
+    ASSERT_TRUE(c);
+    EXPECT_EQ(c->modules, std::vector<std::string>{"nvme_tcp"});
+    EXPECT_EQ(c->admit, std::vector<uint32_t>{kernel_dev(259, 0)});
+
+    // nvmet_tcp loaded again: a new file (its inode differs from the old one's)
+    put("sys/kernel/btf/nvmet_tcp.new", "btf 2");
+    fs::rename(root_ / "sys/kernel/btf/nvmet_tcp.new", root_ / "sys/kernel/btf/nvmet_tcp");
+    c = w.poll(0, true);
+    ASSERT_TRUE(c);
+    EXPECT_EQ(c->modules, std::vector<std::string>{"nvmet_tcp"});
+
+    // unloaded: nothing to say; loaded again: named again
+    fs::remove(root_ / "sys/kernel/btf/nvme_tcp");
+    EXPECT_FALSE(w.poll(0, true));
+    put("sys/kernel/btf/nvme_tcp.new", "btf 1");
+    fs::rename(root_ / "sys/kernel/btf/nvme_tcp.new", root_ / "sys/kernel/btf/nvme_tcp");
+    c = w.poll(0, true);
+    ASSERT_TRUE(c);
+    EXPECT_EQ(c->modules, std::vector<std::string>{"nvme_tcp"});
+}
+
 // A controller reset or a reconnect gives a disk another controller id while
 // recording: each command gets the id its disk had when it ran.
 TEST(Devices, ControllerIdOfADiskAtEachInstant) {

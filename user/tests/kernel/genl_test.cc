@@ -293,8 +293,85 @@ TEST(Genl, ReloadedModuleWithOtherLayoutLeavesItsHooksStale) {
                 EXPECT_EQ(h.error, -ESTALE) << h.name;
             }
         }
+        if (!same) {
+            // LAYOUT with the loaded module's own ends it (ABI 6)
+            StartArgs groups;
+            ASSERT_EQ(transport_layout("nvme_tcp", groups), "");
+            client.layout(groups);
+            const auto now = tcp_hook_states(client);
+            for (const auto& name : attached) {
+                EXPECT_EQ(now.at(name), unsigned{NVMETRACE_HOOK_ATTACHED}) << name;
+                EXPECT_TRUE(ftrace_hooked(name)) << name << " in enabled_functions";
+            }
+        }
         EXPECT_EQ(client.stop(), State::kIdle);
     }
+}
+
+// nvme_tcp loaded after START (a connect loads it): its hooks are off for the
+// want of its layout until the recording's owner gives it (LAYOUT, ABI 6),
+// checked against the module as it loaded.  Unloads and loads nvme_tcp:
+// 26-genl-gtest runs it with no controller connected.
+TEST(Genl, LayoutGivenWhileRecordingAttachesAModuleLoadedSinceStart) {
+    if (!module_loaded())
+        GTEST_SKIP() << "needs the nvmetrace module";
+    if (std::system("modprobe -r nvme_tcp") != 0 || access("/sys/module/nvme_tcp", F_OK) == 0)
+        GTEST_SKIP() << "cannot unload nvme_tcp (a controller connected?)";
+    GenlClient client;
+    StartArgs args;
+    args.role = NVMETRACE_ROLE_HOST;
+    fill_layouts(args.role, args);
+    ASSERT_TRUE(args.tcp_layout.empty()) << "an nvme_tcp layout with nvme_tcp unloaded";
+    ASSERT_EQ(client.start(args), State::kRecording);
+    ASSERT_EQ(std::system("modprobe nvme_tcp"), 0);
+    auto states = tcp_hook_states(client);
+    ASSERT_FALSE(states.empty());
+    for (const auto& [name, state] : states)
+        EXPECT_NE(state, unsigned{NVMETRACE_HOOK_ATTACHED}) << name << " without a layout";
+
+    StartArgs groups;
+    ASSERT_EQ(transport_layout("nvme_tcp", groups), "");
+    ASSERT_TRUE(groups.tcp_btf.has_value());
+    // not the loaded module's identity: refused, nothing attached
+    StartArgs other = groups;
+    *other.tcp_btf ^= 1u;
+    try {
+        client.layout(other);
+        ADD_FAILURE() << "LAYOUT with another module's identity was taken";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("not the BTF of the module"), std::string::npos)
+            << e.what();
+    }
+    // from another socket: not its recording
+    {
+        GenlClient intruder;
+        EXPECT_THROW(intruder.layout(groups), Error);
+    }
+    for (const auto& [name, state] : tcp_hook_states(client))
+        EXPECT_NE(state, unsigned{NVMETRACE_HOOK_ATTACHED}) << name << " after refused LAYOUTs";
+
+    client.layout(groups);
+    int attached = 0;
+    for (const auto& [name, state] : tcp_hook_states(client)) {
+        if (state == NVMETRACE_HOOK_ATTACHED) {
+            attached++;
+            EXPECT_TRUE(ftrace_hooked(name)) << name << " in enabled_functions";
+        } else {
+            EXPECT_TRUE(state == NVMETRACE_HOOK_SPARE || state == NVMETRACE_HOOK_INLINED)
+                << name << " state " << state;
+        }
+    }
+    EXPECT_GE(attached, 2);
+    client.layout(groups);  // the layout the hooks read already: nothing changes
+    EXPECT_EQ(tcp_hook_states(client).size(), states.size());
+
+    // loaded again, the same module: its hooks come back on their own
+    reload_nvme_tcp();
+    int back = 0;
+    for (const auto& [name, state] : tcp_hook_states(client))
+        back += state == NVMETRACE_HOOK_ATTACHED;
+    EXPECT_EQ(back, attached);
+    EXPECT_EQ(client.stop(), State::kIdle);
 }
 
 }  // namespace

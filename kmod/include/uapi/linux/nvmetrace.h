@@ -22,7 +22,7 @@
 
 #include <linux/types.h>
 
-#define NVMETRACE_ABI_VERSION		5
+#define NVMETRACE_ABI_VERSION		6
 #define NVMETRACE_DEVICE_NAME		"nvmetrace"	/* /dev/nvmetrace */
 #define NVMETRACE_GENL_NAME		"nvmetrace"
 #define NVMETRACE_GENL_VERSION		1
@@ -292,6 +292,7 @@ enum nvmetrace_genl_cmd {
 	NVMETRACE_CMD_POOL_GET,		/* -> POOL: the premapped-buffer test pool */
 	NVMETRACE_CMD_DMA_COST,		/* DEV -> DMA: dma map/unmap cost per size */
 	NVMETRACE_CMD_ADMIT,		/* DEVS -> DEVS: devices added to a recording (ABI 5) */
+	NVMETRACE_CMD_LAYOUT,		/* LAYOUT: a transport module loaded since START (ABI 6) */
 	__NVMETRACE_CMD_MAX,
 };
 #define NVMETRACE_CMD_MAX (__NVMETRACE_CMD_MAX - 1)
@@ -427,7 +428,8 @@ enum nvmetrace_layout_attr {
 	 * module's group.  When the module is loaded again during the
 	 * recording, the hooks that read its layout re-attach only if the new
 	 * module's BTF has the same identity; else they stay off
-	 * (NVMETRACE_HOOK_STALE).  Absent: they stay off after any reload.
+	 * (NVMETRACE_HOOK_STALE) until NVMETRACE_CMD_LAYOUT gives its new
+	 * layout.  Absent: they stay off after any reload.
 	 */
 	NVMETRACE_L_BTF_BASE		= 144,
 	NVMETRACE_L_BTF_NVMET		= NVMETRACE_L_BTF_BASE, /* nvmet (REQ_CMD .. CTRL_CNTLID) */
@@ -587,6 +589,23 @@ enum nvmetrace_state {
  * START did not set DEV_FILTER, -ENOSPC more than NVMETRACE_MAX_DEVS.
  */
 
+/*
+ * NVMETRACE_CMD_LAYOUT (ABI 6): the recording's owner gives the layout of a
+ * transport module (nvme_tcp, nvme_rdma, nvmet_tcp, nvmet_rdma) loaded after
+ * START, whose hooks are off for the want of it: START did not carry its
+ * group, or it was loaded again with other BTF (NVMETRACE_HOOK_STALE).
+ * NVMETRACE_A_LAYOUT holds whole groups, each with its NVMETRACE_L_BTF_*
+ * identity, which must be that of the module as it was loaded during the
+ * recording (the module notifier takes it from the module's BTF while it
+ * loads).  The module's hooks attach before the reply; a group the hooks
+ * already read with that identity changes nothing.  Errors: -ENOENT nothing
+ * is recording, -EBUSY another socket's recording or a group whose hooks
+ * run with another layout, -EINVAL nvmet's or the kernel's group (START's
+ * only), a group without its identity, of a role not recorded, or not
+ * plausible, -ESTALE an identity that is not the loaded module's (or the
+ * module was not loaded since START).  The hooks' states: GET_HOOKS.
+ */
+
 enum nvmetrace_hook_kind {
 	NVMETRACE_HOOK_TRACEPOINT	= 1,
 	NVMETRACE_HOOK_KPROBE		= 2,
@@ -613,7 +632,8 @@ enum nvmetrace_hook_state {
 	/*
 	 * Off: its module was loaded again during the recording and the
 	 * layout it reads (NVMETRACE_L_BTF_*) is not the one START carried
-	 * (other BTF, or no identity to compare).  A new START reads it anew.
+	 * (other BTF, or no identity to compare).  NVMETRACE_CMD_LAYOUT with
+	 * the new module's layout (a transport's), or a new START, ends it.
 	 */
 	NVMETRACE_HOOK_STALE		= 7,
 };
