@@ -268,6 +268,7 @@ void Assembler::push_host_rq(const nvmetrace_rec& rec, int slot) {
         c.len_flags = rec.flags;
         c.dev = devices_.head(rec.dev, rec.ts);
         c.cntlid = devices_.cntlid(rec.dev, rec.ts);
+        c.cntlid_next = devices_.cntlid_next(rec.dev, rec.ts, kCntlidChangeSeen_ns);
         if (rec.flags & NVMETRACE_REC_HAS_QID)
             c.qid = rec.qid;
         auto op = static_cast<uint8_t>(c.op);

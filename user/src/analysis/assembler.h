@@ -51,6 +51,9 @@ struct Command {
     uint16_t cid = 0;             // NVMe command id, valid with has_cid
     uint16_t cntlid = 0;          // controller id (target: recorded; host: its disk's, from the
                                   // recording's devices; 0: unknown)
+    uint16_t cntlid_next = 0;     // host: the id its disk's controller got right after it
+                                  // began, when the recorder saw the change only then (the
+                                  // command may have run on the new controller); 0: none
     uint16_t origin = 0;          // which host recording (several hosts in one report)
     bool has_cid = false;         // host: nvme_setup_cmd was recorded; target: always
     bool passthru = false;        // host: a passthrough command (no bio; starts at the setup)
@@ -71,6 +74,11 @@ struct Command {
 // damaged, and is left out before its time takes part in any span. Below it, the
 // difference of two times, and the sum of a few, cannot overflow an int64.
 inline constexpr uint64_t kMaxRecordTs = 1ull << 60;
+
+// How long after a controller change the recorder may see it: its device
+// watch looks at each uevent and at least once a second.  A host command
+// that began that close before a change its disk had may carry either id.
+inline constexpr uint64_t kCntlidChangeSeen_ns = 1'500'000'000ull;
 
 // to - from in ns, saturated to the int64 range: times shifted onto another
 // clock by a joined recording's offset are no longer bounded by kMaxRecordTs.

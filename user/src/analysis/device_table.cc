@@ -83,6 +83,18 @@ uint16_t DeviceTable::cntlid(uint32_t dev, uint64_t ts) const {
     return pos == h.begin() ? h.front().second : std::prev(pos)->second;
 }
 
+uint16_t DeviceTable::cntlid_next(uint32_t dev, uint64_t ts, uint64_t within) const {
+    auto it = disks_.find(dev);
+    if (it == disks_.end())
+        return 0;
+    const auto& h = it->second.history;
+    auto pos = std::upper_bound(h.begin(), h.end(), ts,
+                                [](uint64_t t, const auto& e) { return t < e.first; });
+    if (pos == h.end() || pos == h.begin() || pos->first - ts > within)
+        return 0;
+    return pos->second == std::prev(pos)->second ? 0 : pos->second;
+}
+
 void DeviceTable::add_target_namespace(uint32_t nsid, std::string name, uint32_t block_size) {
     target_ns_[nsid] = TargetNs{std::move(name), block_size};
 }

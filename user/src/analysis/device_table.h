@@ -47,6 +47,11 @@ public:
     // The controller id of the controller a (path) disk belongs to at ts
     // (the last one known: UINT64_MAX); 0: unknown.
     uint16_t cntlid(uint32_t dev, uint64_t ts = UINT64_MAX) const;
+    // The controller id the disk got at its first change after ts, if that
+    // change came at most `within` ns after ts; 0: none.  A change is known
+    // from when the recorder saw it, a little after it happened: a command
+    // in between ran on the new controller under the old id.
+    uint16_t cntlid_next(uint32_t dev, uint64_t ts, uint64_t within) const;
     // Every disk's and target namespace's name, as the names above give them.
     std::vector<std::string> names() const;
 

@@ -191,7 +191,8 @@ void Joiner::set_window(size_t source, uint64_t first_ts, uint64_t last_ts) {
 }
 
 bool Joiner::compatible(const Entry& h, const Entry& t) const {
-    return !h.cmd.cntlid || h.cmd.cntlid == t.cmd.cntlid;
+    return !h.cmd.cntlid || h.cmd.cntlid == t.cmd.cntlid ||
+           (h.cmd.cntlid_next && h.cmd.cntlid_next == t.cmd.cntlid);
 }
 
 void Joiner::match(Entry& h, Entry& t, const Sink& sink) {

@@ -628,6 +628,32 @@ TEST(Join, TargetCommandsWhileTheHostDidNotFollowTheirDevice) {
     EXPECT_EQ(unmatched_key(Unmatched::before_device), "before_device");
 }
 
+// A controller reset seen by the recorder a little late: a host command
+// between the reset and the recorder's look carries its disk's old id and
+// the next one; it matches the target command of either, never a third.
+TEST(Join, ACommandRightBeforeAControllerChangeSeenMatchesEitherId) {
+    Joiner jn;
+    size_t hs = jn.add_source({Side::host, 1, 0, 0, UINT64_MAX, 0, {}});
+    size_t ts = jn.add_source({Side::target, 1, 0, 0, UINT64_MAX, 0, {}});
+    Command h = host_cmd(1'000'000, 1, 1, 8, 50'000);
+    h.cntlid = 1;
+    h.cntlid_next = 2;
+    Command t = target_cmd(1'003'000, 1, 1, 8, 40'000);
+    t.cntlid = 2;  // it ran on the new controller
+    jn.add(hs, h);
+    jn.add(ts, t);
+    Command h3 = host_cmd(2'000'000, 1, 2, 16, 50'000);
+    h3.cntlid = 1;
+    h3.cntlid_next = 2;
+    Command t3 = target_cmd(2'003'000, 1, 2, 16, 40'000);
+    t3.cntlid = 3;
+    jn.add(hs, h3);
+    jn.add(ts, t3);
+    JoinCounts jc = jn.join([](const Command&) {});
+    EXPECT_EQ(jc.matched, 1u);
+    EXPECT_EQ(jc.host_unmatched[static_cast<size_t>(Unmatched::not_found)], 1u);
+}
+
 // The spans come from the devices as the reader leaves them after the
 // DEVICES blocks: a path disk counts for its head's namespace, a reset
 // moves a disk to another controller id, a disk there from the start and

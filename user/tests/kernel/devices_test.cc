@@ -304,6 +304,13 @@ TEST(Devices, ControllerIdOfADiskAtEachInstant) {
     EXPECT_EQ(table.gone_after(9, 0), 9000u);  // the second entry went, the third stays
     EXPECT_EQ(table.gone_after(9, 9001), 0u);
     EXPECT_EQ(table.gone_after(7, 0), 0u);
+    // the id after the next change, if it came soon enough after ts
+    EXPECT_EQ(table.cntlid_next(9, 1500, 1000), 2u);
+    EXPECT_EQ(table.cntlid_next(9, 900, 1000), 0u);  // 1.1 us before it: too long
+    EXPECT_EQ(table.cntlid_next(9, 4500, 1000), 3u);
+    EXPECT_EQ(table.cntlid_next(9, 5000, 1000), 0u);  // the last change is behind
+    EXPECT_EQ(table.cntlid_next(7, 2500, 1000), 0u);  // one id only
+    EXPECT_EQ(table.cntlid_next(8, 0, 1000), 0u);
 }
 
 // A dev number freed by one namespace and taken by another: commands of
