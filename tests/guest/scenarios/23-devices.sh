@@ -59,9 +59,11 @@ ctrl=$(ctrl_of) || fail "no controller of $NVMET_NQN"
 echo 1 >"/sys/class/nvme/$ctrl/reset_controller" || fail "reset_controller refused"
 wait_for 30 bash -c "[ \"\$(cat /sys/class/nvme/$ctrl/state)\" = live ]" ||
 	fail "$ctrl not live again after the reset"
+# fio at once, not after record says the id changed: commands issued before the recorder's
+# look carry the old id and the next (the join takes either)
+run_fio reset --filename="/dev/$dev" --rw=randwrite "${fio_args[@]}" || fail "fio reset"
 wait_for 30 said "nvmetrace: $dev (tcp .*): controller id was" ||
 	{ cat "$RESULTS/record.out"; fail "record did not say $dev changed controller id"; }
-run_fio reset --filename="/dev/$dev" --rw=randwrite "${fio_args[@]}" || fail "fio reset"
 
 # 3. disconnected, then connected again: a new controller of the same subsystem
 nvme_disconnect_all

@@ -72,14 +72,24 @@ uint64_t DeviceTable::gone_after(uint32_t dev, uint64_t ts) const {
     return pos == g.end() ? 0 : *pos;
 }
 
+namespace {
+
+// The first change of a controller-id history after ts (end: none).
+template <typename H>
+auto change_after(const H& h, uint64_t ts) {
+    return std::upper_bound(h.begin(), h.end(), ts,
+                            [](uint64_t t, const auto& e) { return t < e.first; });
+}
+
+}  // namespace
+
 uint16_t DeviceTable::cntlid(uint32_t dev, uint64_t ts) const {
     auto it = disks_.find(dev);
     if (it == disks_.end())
         return 0;
-    const auto& h = it->second.history;
     // the last change at or before ts (the first entry covers what came before)
-    auto pos = std::upper_bound(h.begin(), h.end(), ts,
-                                [](uint64_t t, const auto& e) { return t < e.first; });
+    const auto& h = it->second.history;
+    auto pos = change_after(h, ts);
     return pos == h.begin() ? h.front().second : std::prev(pos)->second;
 }
 
@@ -88,8 +98,7 @@ uint16_t DeviceTable::cntlid_next(uint32_t dev, uint64_t ts, uint64_t within) co
     if (it == disks_.end())
         return 0;
     const auto& h = it->second.history;
-    auto pos = std::upper_bound(h.begin(), h.end(), ts,
-                                [](uint64_t t, const auto& e) { return t < e.first; });
+    auto pos = change_after(h, ts);
     if (pos == h.end() || pos == h.begin() || pos->first - ts > within)
         return 0;
     return pos->second == std::prev(pos)->second ? 0 : pos->second;

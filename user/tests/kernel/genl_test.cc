@@ -239,6 +239,14 @@ bool ftrace_hooked(const std::string& fn) {
     return false;
 }
 
+// A host role's START arguments with the layouts this kernel's BTF gives now.
+StartArgs host_start_args() {
+    StartArgs args;
+    args.role = NVMETRACE_ROLE_HOST;
+    fill_layouts(args.role, args);
+    return args;
+}
+
 void reload_nvme_tcp() {
     ASSERT_EQ(std::system("modprobe -r nvme_tcp && modprobe nvme_tcp"), 0)
         << "cannot reload nvme_tcp (a controller connected?)";
@@ -255,9 +263,7 @@ TEST(Genl, ReloadedModuleWithOtherLayoutLeavesItsHooksStale) {
     if (access("/sys/module/nvme_tcp", F_OK) != 0)
         GTEST_SKIP() << "needs nvme_tcp loaded";
     GenlClient client;
-    StartArgs args;
-    args.role = NVMETRACE_ROLE_HOST;
-    fill_layouts(args.role, args);
+    const StartArgs args = host_start_args();
     ASSERT_FALSE(args.tcp_layout.empty()) << "no nvme_tcp layout from BTF";
     ASSERT_TRUE(args.tcp_btf.has_value()) << "no identity of nvme_tcp's BTF";
     std::string err;
@@ -318,9 +324,7 @@ TEST(Genl, LayoutGivenWhileRecordingAttachesAModuleLoadedSinceStart) {
     if (std::system("modprobe -r nvme_tcp") != 0 || access("/sys/module/nvme_tcp", F_OK) == 0)
         GTEST_SKIP() << "cannot unload nvme_tcp (a controller connected?)";
     GenlClient client;
-    StartArgs args;
-    args.role = NVMETRACE_ROLE_HOST;
-    fill_layouts(args.role, args);
+    const StartArgs args = host_start_args();
     ASSERT_TRUE(args.tcp_layout.empty()) << "an nvme_tcp layout with nvme_tcp unloaded";
     ASSERT_EQ(client.start(args), State::kRecording);
     ASSERT_EQ(std::system("modprobe nvme_tcp"), 0);
