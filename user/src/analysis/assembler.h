@@ -75,8 +75,9 @@ struct Command {
 // difference of two times, and the sum of a few, cannot overflow an int64.
 inline constexpr uint64_t kMaxRecordTs = 1ull << 60;
 
-// How long after a controller change the recorder may see it: its device
-// watch looks at each uevent and at least once a second.  A host command
+// How long after a controller change the recorder may see it: a reset or a
+// reconnect sends a uevent (NVME_EVENT=connected), on which its device watch
+// looks at once; without uevents it looks every second.  A host command
 // that began that close before a change its disk had may carry either id.
 inline constexpr uint64_t kCntlidChangeSeen_ns = 1'500'000'000ull;
 

@@ -129,7 +129,8 @@ std::optional<DeviceWatch::Change> DeviceWatch::poll(uint64_t now_ns, bool force
             break;
         }
     }
-    if (!force && !heard && now_ns - last_ < opts_.period_ns)
+    const uint64_t period = fd_ >= 0 ? opts_.uevent_period_ns : opts_.period_ns;
+    if (!force && !heard && now_ns - last_ < period)
         return std::nullopt;
     last_ = now_ns;
     std::map<std::string, nlohmann::json> now;

@@ -2,9 +2,10 @@
 // host connects, reconnects or loses, and nvmet namespaces a target adds or
 // removes.  Each look is a rescan of sysfs (/sys/class/nvme) and configfs
 // (nvmet subsystems), made at once when the kernel sends a uevent and at
-// least once a second; what differs from the last look is a change: the
-// DEVICES block the recording keeps, the host disks to admit into the
-// module's recording, and a line for the user per device.  It also watches
+// least every 5 s (every second without uevents); what differs from the
+// last look is a change: the DEVICES block the recording keeps, the host
+// disks to admit into the module's recording, and a line for the user per
+// device.  It also watches
 // the transport modules whose hooks need their layout (nvme_tcp, ...): one
 // loaded (or loaded again) while recording is named in the change, for
 // record to give the module its layout (NVMETRACE_CMD_LAYOUT).
@@ -36,7 +37,12 @@ public:
         std::string sysfs_root = "/sys";
         std::string configfs_root = "/sys/kernel/config";
         bool uevents = true;  // listen for kernel uevents (else: the period only)
+        // How often to look with nothing heard: without a uevent socket, and
+        // with one (every host change is a uevent: a disk's add or remove, a
+        // controller's NVME_EVENT=connected after a reset; the period is for
+        // what is not, nvmet's configfs, and it costs the workload's CPU).
         uint64_t period_ns = 1'000'000'000;
+        uint64_t uevent_period_ns = 5'000'000'000;
         // Modules to report when their BTF (sysfs_root/kernel/btf/<name>)
         // appears or is replaced by a load; `modules_started` the ones whose
         // layout the recording started with, as loaded then (any other
