@@ -62,7 +62,8 @@ check-debug:
 	tests/check-debug
 
 debug-kernel:
-	tools/kbuild build --name debug612 --src debian:6.12 --debug --reuse
+	tools/kbuild path debug612 >/dev/null 2>&1 || \
+		tools/kbuild build --name debug612 --src debian:6.12 --debug
 
 demo:
 	tools/demo
