@@ -730,6 +730,10 @@ int run_record(const RecordOptions& opts) {
                 nanosleep(&nap, nullptr);
             }
         }
+        // a last look: a device that came or went since the one before is
+        // in the file, with its time, even when no uevent woke the watch
+        // (nvmet's configfs sends none)
+        follow(monotonic_ns(), true);
     } catch (...) {
         genl.stop();
         throw;

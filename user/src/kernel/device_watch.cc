@@ -39,6 +39,14 @@ std::string entry_key(const nlohmann::json& d) {
     return fmt::format("{}|{}|{}|{}|{}", s("kind"), s("name"), s("dev"), s("ctrl"), s("cntlid"));
 }
 
+// A target namespace takes commands only while enabled (nvmet refuses a new
+// device_path then): one being set up is followed from its enable on, once,
+// and one disabled has gone for the recording.
+std::vector<TargetNamespace> enabled_only(std::vector<TargetNamespace> target) {
+    std::erase_if(target, [](const TargetNamespace& t) { return !t.enabled; });
+    return target;
+}
+
 std::string describe(const nlohmann::json& d) {
     const std::string kind = d.value("kind", "");
     if (kind == "target_ns")
@@ -56,7 +64,7 @@ std::string describe(const nlohmann::json& d) {
 DeviceWatch::DeviceWatch(Options opts, const std::vector<HostNamespace>& host,
                          const std::vector<TargetNamespace>& target)
     : opts_(std::move(opts)) {
-    for (const auto& d : devices_to_json(host, target))
+    for (const auto& d : devices_to_json(host, enabled_only(target)))
         known_.emplace(entry_key(d), d);
     for (const auto& m : opts_.modules) {
         const bool started = std::find(opts_.modules_started.begin(), opts_.modules_started.end(),
@@ -98,7 +106,7 @@ std::map<std::string, nlohmann::json> DeviceWatch::look() const {
     }
     std::vector<TargetNamespace> target;
     if (opts_.target)
-        target = find_target_namespaces(opts_.configfs_root, opts_.sysfs_root);
+        target = enabled_only(find_target_namespaces(opts_.configfs_root, opts_.sysfs_root));
     std::map<std::string, nlohmann::json> out;
     for (auto& d : devices_to_json(host, target))
         out.emplace(entry_key(d), std::move(d));

@@ -1,6 +1,6 @@
 // The devices a recording follows while it runs: NVMe-oF namespaces that a
-// host connects, reconnects or loses, and nvmet namespaces a target adds or
-// removes.  Each look is a rescan of sysfs (/sys/class/nvme) and configfs
+// host connects, reconnects or loses, and nvmet namespaces a target enables or
+// disables (adds or removes).  Each look is a rescan of sysfs (/sys/class/nvme) and configfs
 // (nvmet subsystems), made at once when the kernel sends a uevent and at
 // least every 5 s (every second without uevents); what differs from the
 // last look is a change: the DEVICES block the recording keeps, the host

@@ -161,6 +161,8 @@ std::vector<TargetNamespace> find_target_namespaces(const std::string& configfs_
             t.subsysnqn = s.path().filename();
             t.nsid = static_cast<uint32_t>(std::strtoul(n.path().filename().c_str(), nullptr, 10));
             t.device_path = read_attr(n.path() / "device_path");
+            if (t.device_path == "(null)")  // nvmet's word for "not set yet"
+                t.device_path.clear();
             t.enabled = read_attr(n.path() / "enable") == "1";
             std::string base = fs::path(t.device_path).filename();
             t.block_size =

@@ -234,6 +234,40 @@ TEST_F(FakeSysfs, DeviceWatchFollowsTargetNamespaces) {
               nlohmann::json({{"kind", "target_ns"}, {"subsysnqn", "nqn.t"}, {"nsid", 1}}));
 }
 
+// A namespace being set up (mkdir, device_path, enable, as nvmetcli does it)
+// is one change, at its enable, naming its device; nvmet shows an unset
+// device_path as "(null)".  Disabled, it has gone, before its rmdir.
+TEST_F(FakeSysfs, DeviceWatchFollowsATargetNamespaceFromItsEnable) {
+    const std::string ns = "cfg/nvmet/subsystems/nqn.t/namespaces/2/";
+    put(ns + "device_path", "(null)");
+    put(ns + "enable", "0");
+    auto t = find_target_namespaces((root_ / "cfg").string(), sys());
+    ASSERT_EQ(t.size(), 1u);
+    EXPECT_EQ(t[0].device_path, "");
+    DeviceWatch w({.target = true,
+                   .sysfs_root = sys(),
+                   .configfs_root = (root_ / "cfg").string(),
+                   .uevents = false},
+                  {}, t);
+    EXPECT_FALSE(w.poll(0, true));
+    put(ns + "device_path", "/dev/nullb1");
+    EXPECT_FALSE(w.poll(0, true));
+    put(ns + "enable", "1");
+    auto c = w.poll(0, true);
+    ASSERT_TRUE(c);
+    ASSERT_EQ(c->lines.size(), 1u);
+    EXPECT_EQ(c->lines[0], "target namespace 2 of nqn.t (/dev/nullb1) appeared: recording it");
+    EXPECT_TRUE(c->block.gone.empty());
+    put(ns + "enable", "0");
+    c = w.poll(0, true);
+    ASSERT_TRUE(c);
+    EXPECT_TRUE(c->block.added.empty());
+    ASSERT_EQ(c->lines.size(), 1u);
+    EXPECT_EQ(c->lines[0], "target namespace 2 of nqn.t (/dev/nullb1) went away");
+    fs::remove_all(root_ / "cfg/nvmet/subsystems/nqn.t/namespaces/2");
+    EXPECT_FALSE(w.poll(0, true));
+}
+
 // Transport modules loaded while recording are named in a change, once per
 // load (a load makes the BTF file anew), modules first; one whose layout the
 // recording started with is named only when loaded again.
