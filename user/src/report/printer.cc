@@ -362,8 +362,10 @@ std::string summary_text(const Summary& s, const AssemblyCounts& counts,
             counts.bios_unmatched);
     if (counts.superseded)
         out += fmt::format(
-            "superseded: {} bios or file submissions were tried again (io_uring's nonblocking "
-            "issue, then io-wq's): each command is timed from its last try\n",
+            "superseded: {} bios or file submissions were followed by another of the same "
+            "sector before their request was issued (io_uring's nonblocking issue, then "
+            "io-wq's; or a bio merged into another request): each command is timed from the "
+            "last\n",
             counts.superseded);
     if (counts.late_times)
         out += fmt::format(
