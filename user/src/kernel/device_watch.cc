@@ -36,7 +36,11 @@ std::string entry_key(const nlohmann::json& d) {
     };
     if (d.value("kind", "") == "target_ns")
         return fmt::format("target_ns|{}|{}|{}", s("subsysnqn"), s("nsid"), s("device_path"));
-    return fmt::format("{}|{}|{}|{}|{}", s("kind"), s("name"), s("dev"), s("ctrl"), s("cntlid"));
+    // a path's head is part of it: a head made anew under another number
+    // (seen in a reconnect) changes its paths too, so the table ties them
+    // to the number their commands' bios are queued on
+    return fmt::format("{}|{}|{}|{}|{}|{}", s("kind"), s("name"), s("dev"), s("ctrl"), s("cntlid"),
+                       s("head_dev"));
 }
 
 // A target namespace takes commands only while enabled (nvmet refuses a new
@@ -172,9 +176,14 @@ std::optional<DeviceWatch::Change> DeviceWatch::poll(uint64_t now_ns, bool force
         if ((kind == "disk" || kind == "path") && d.value("dev", 0u) != 0)
             (kind == "path" ? paths : c.admit).push_back(d.value("dev", 0u));
         const auto w = was.find(device_gone_entry(d).dump());
-        if (w != was.end() && kind != "target_ns")
+        if (w != was.end() && kind != "target_ns" &&
+            w->second->value("cntlid", 0u) != d.value("cntlid", 0u))
             c.lines.push_back(fmt::format("{}: controller id was {}: recording it", describe(d),
                                           w->second->value("cntlid", 0u)));
+        else if (w != was.end() && kind == "path")
+            c.lines.push_back(fmt::format("{}: its disk is now dev {}:{}: recording it",
+                                          describe(d), d.value("head_dev", 0u) >> 20,
+                                          d.value("head_dev", 0u) & 0xfffff));
         else
             c.lines.push_back(fmt::format("{} appeared: recording it", describe(d)));
     }

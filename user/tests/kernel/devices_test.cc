@@ -165,6 +165,26 @@ TEST_F(FakeSysfs, DeviceWatchFollowsNamespacesAsTheyComeAndGo) {
     EXPECT_EQ(c->lines[0], "nvme0n1 (tcp nqn.test, nvme0, cntlid 1) appeared: recording it");
     EXPECT_FALSE(w.poll(4000));  // the same devices: no change
 
+    // the head made anew under another number, its path the same: the path
+    // is given again, tied to the new head
+    put("sys/block/nvme0n1/dev", "259:1");
+    c = w.poll(4200, true);
+    ASSERT_TRUE(c);
+    EXPECT_EQ(c->admit, (std::vector<uint32_t>{kernel_dev(0, 7), kernel_dev(259, 1)}));
+    ASSERT_EQ(c->block.added.size(), 2u);
+    for (const auto& d : c->block.added) {
+        if (d["kind"] == "path") {
+            EXPECT_EQ(d["head_dev"], kernel_dev(259, 1));
+        }
+    }
+    EXPECT_EQ(c->block.gone.size(), 2u);
+    EXPECT_NE(
+        std::find(c->lines.begin(), c->lines.end(),
+                  "path nvme0c0n1 (nvme0, cntlid 1): its disk is now dev 259:1: recording it"),
+        c->lines.end());
+    put("sys/block/nvme0n1/dev", "259:0");
+    ASSERT_TRUE(w.poll(4400, true));
+
     // the path is lost and comes back on a new controller
     fs::remove_all(root_ / "sys/class/nvme/nvme0");
     ctrl("nvme1", "tcp", 2);
