@@ -1,16 +1,19 @@
 #!/bin/bash
 # 23-devices: a recording follows the machine as it changes. nvmetrace records host and target
-# at 1-of-1 from before any NVMe-oF device exists on the host, nvme_tcp not loaded yet; while it
-# runs the host loads nvme_tcp and connects (fio), resets the controller (fio), disconnects and connects again (a new controller of the
-# same subsystem, fio), the target adds a second namespace that the host finds (fio) and
-# takes it away again, nvme_tcp is unloaded and loaded again between a disconnect and a connect (fio), and the
-# target's nvmet and nvmet_tcp are unloaded and set up again (fio).
+# at 1-of-1 from before any NVMe-oF device exists on the host, nvme_tcp not loaded yet; while
+# it runs the host loads nvme_tcp and connects (fio), resets the controller (fio), disconnects
+# and connects again (a new controller of the same subsystem, fio), the target adds a second
+# namespace that the host finds (fio) and takes it away again, nvme_tcp is unloaded and loaded
+# again between a disconnect and a connect (fio), and the target's nvmet and nvmet_tcp are
+# unloaded and set up again (fio).
 # Asserts here: record starts with no namespace and says so; nvme_tcp's hooks attach when it
-# loads (record says so, at each load); it says each device as it appears and goes; fio sees no error; the recorder ends cleanly; the module unloads.
+# loads (record says so, at each load); it says each device as it appears and goes; fio sees
+# no error; the recorder ends cleanly; the module unloads.
 # 23-devices.check, on the lane's machine: every fio I/O is a host command, every host command
-# is matched on the target and has its nvme-tcp command PDU record, a target command without a host partner ran only while the host
-# did not follow its controller's devices (before_device), and every group is named after its
-# device (the device table grew with the recording).
+# is matched on the target and has its nvme-tcp command PDU record, a target command without a
+# host partner ran only while the host did not follow its controller's devices
+# (before_device), and every group is named after its device (the device table grew with the
+# recording).
 # lane-timeout: 300
 . "$NVMETRACE_SRC/tests/guest/lib.sh"
 need_ko

@@ -7,6 +7,10 @@
 
 namespace nvmetrace {
 
+std::string dev_number(uint32_t dev) {
+    return fmt::format("{}:{}", dev >> 20, dev & 0xfffff);
+}
+
 void DeviceTable::add(uint32_t dev, Disk d, uint64_t since) {
     auto [it, fresh] = disks_.try_emplace(dev);
     if (!fresh && d.head == dev && it->second.head == dev &&
@@ -126,7 +130,7 @@ std::string DeviceTable::disk_name(uint32_t dev) const {
     auto it = disks_.find(dev);
     if (it != disks_.end() && !it->second.name.empty())
         return it->second.name;
-    return fmt::format("dev {}:{}", dev >> 20, dev & 0xfffff);
+    return "dev " + dev_number(dev);
 }
 
 std::string DeviceTable::target_name(uint32_t nsid) const {

@@ -11,6 +11,9 @@
 
 namespace nvmetrace {
 
+// A dev number in the kernel encoding (major << 20 | minor) as "major:minor".
+std::string dev_number(uint32_t dev);
+
 // What the recording says about the machine's block devices and target
 // namespaces.  Host dev numbers use the kernel encoding (major << 20 | minor).
 class DeviceTable {

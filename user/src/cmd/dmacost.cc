@@ -1,5 +1,6 @@
 #include "cmd/dmacost.h"
 
+#include "analysis/device_table.h"
 #include "cmd/pool.h"
 #include "kernel/devices.h"
 #include "util/error.h"
@@ -184,7 +185,7 @@ nlohmann::json dmacost_json(const DmaCost& c, const std::string& dev_name) {
     nlohmann::json j = {
         {"schema", json_schema("dmacost")},
         {"device", dev_name},
-        {"dev", fmt::format("{}:{}", c.dev >> 20, c.dev & 0xfffff)},
+        {"dev", dev_number(c.dev)},
         {"has_dma", c.has_dma},
         {"walk", c.walk},
     };

@@ -1,5 +1,7 @@
 #include "kernel/device_watch.h"
 
+#include "analysis/device_table.h"
+
 #include <linux/netlink.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -181,9 +183,8 @@ std::optional<DeviceWatch::Change> DeviceWatch::poll(uint64_t now_ns, bool force
             c.lines.push_back(fmt::format("{}: controller id was {}: recording it", describe(d),
                                           w->second->value("cntlid", 0u)));
         else if (w != was.end() && kind == "path")
-            c.lines.push_back(fmt::format("{}: its disk is now dev {}:{}: recording it",
-                                          describe(d), d.value("head_dev", 0u) >> 20,
-                                          d.value("head_dev", 0u) & 0xfffff));
+            c.lines.push_back(fmt::format("{}: its disk is now dev {}: recording it", describe(d),
+                                          dev_number(d.value("head_dev", 0u))));
         else
             c.lines.push_back(fmt::format("{} appeared: recording it", describe(d)));
     }

@@ -1,14 +1,14 @@
 // The devices a recording follows while it runs: NVMe-oF namespaces that a
-// host connects, reconnects or loses, and nvmet namespaces a target enables or
-// disables (adds or removes).  Each look is a rescan of sysfs (/sys/class/nvme) and configfs
-// (nvmet subsystems), made at once when the kernel sends a uevent and at
-// least every 5 s (every second without uevents); what differs from the
-// last look is a change: the DEVICES block the recording keeps, the host
-// disks to admit into the module's recording, and a line for the user per
-// device.  It also watches
-// the transport modules whose hooks need their layout (nvme_tcp, ...): one
-// loaded (or loaded again) while recording is named in the change, for
-// record to give the module its layout (NVMETRACE_CMD_LAYOUT).
+// host connects, reconnects or loses, and nvmet namespaces a target enables
+// or disables (adds or removes).  Each look is a rescan of sysfs
+// (/sys/class/nvme) and configfs (nvmet subsystems), made at once when the
+// kernel sends a uevent and at least every 5 s (every second without
+// uevents); what differs from the last look is a change: the DEVICES block
+// the recording keeps, the host disks to admit into the module's recording,
+// and a line for the user per device.  It also watches the transport modules
+// whose hooks need their layout (nvme_tcp, ...): one loaded (or loaded
+// again) while recording is named in the change, for record to give the
+// module its layout (NVMETRACE_CMD_LAYOUT).
 #pragma once
 
 #include "format/recfile.h"
