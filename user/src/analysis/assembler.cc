@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <iterator>
 #include <queue>
 #include <tuple>
 
@@ -124,6 +125,8 @@ void Assembler::push(const nvmetrace_rec& rec) {
     counts_.records_host++;
     expire_waiting(rec.ts);
     expire_tail(rec.ts);
+    if (retry_count_)
+        expire_retries(rec.ts);
     auto op = static_cast<uint8_t>(rec_op(rec));
     if (rec.event == NVMETRACE_EV_FILE_SUBMIT) {
         push_waiting(rec, WaitKey{rec.lba, devices_.head(rec.dev, rec.ts), op, 2});
@@ -279,7 +282,9 @@ void Assembler::push_host_rq(const nvmetrace_rec& rec, int slot) {
             c.present |= EventMask{1} << s;
             f.max_rank = kEvents[s].rank;
         }
-        if (take_latest(WaitKey{rec.lba, c.dev, op, 0}, rec.ts, &w)) {
+        if (take_retry(WaitKey{rec.lba, c.dev, op, 6}, c)) {
+            // the bios of a request that failed over: queued before that one
+        } else if (take_latest(WaitKey{rec.lba, c.dev, op, 0}, rec.ts, &w)) {
             int s = event_slot(NVMETRACE_EV_BIO_QUEUE);
             c.ts[s] = w.ts;
             c.present |= EventMask{1} << s;
@@ -307,11 +312,59 @@ void Assembler::push_host_rq(const nvmetrace_rec& rec, int slot) {
     }
     if (slot == host_ends_[1]) {
         c.status = rec.aux;
-        if (c.has(event_slot(NVMETRACE_EV_FILE_SUBMIT)))
-            hold_for_user(c);
-        else
+        if (rec.event == NVMETRACE_EV_RQ_COMPLETE && rec.len == 0 && c.size && !c.passthru) {
+            // Ended with no bytes left: nvme multipath took its bios back
+            // (blk_steal_bios()) to send them again once a path is live.
+            c.failed_over = true;
+            hold_retry(c);
             emit(c);
+        } else if (c.has(event_slot(NVMETRACE_EV_FILE_SUBMIT))) {
+            hold_for_user(c);
+        } else {
+            emit(c);
+        }
         host_.erase(it);
+    }
+}
+
+void Assembler::hold_retry(const Command& attempt) {
+    retries_[WaitKey{attempt.lba, attempt.dev, static_cast<uint8_t>(attempt.op), 6}].push_back(
+        attempt);
+    retry_count_++;
+}
+
+bool Assembler::take_retry(const WaitKey& key, Command& c) {
+    auto it = retries_.find(key);
+    if (it == retries_.end())
+        return false;
+    const Command a = std::move(it->second.front());
+    it->second.pop_front();
+    if (it->second.empty())
+        retries_.erase(it);
+    retry_count_--;
+    // what came before the block layer's request: the bio, the file submission
+    for (EventMask m = a.present; m; m &= m - 1) {
+        const auto s = static_cast<size_t>(std::countr_zero(m));
+        if (kEvents[s].side == Side::host && kEvents[s].rank == 0) {
+            c.ts[s] = a.ts[s];
+            c.present |= EventMask{1} << s;
+        }
+    }
+    c.pid = a.pid;
+    c.submit_path = a.submit_path;
+    c.attempts_before = a.attempts_before == UINT8_MAX ? UINT8_MAX : a.attempts_before + 1;
+    return true;
+}
+
+void Assembler::expire_retries(uint64_t now) {
+    for (auto it = retries_.begin(); it != retries_.end();) {
+        auto& q = it->second;
+        while (!q.empty() && q.front().last_ts() + bio_horizon_ns_ < now) {
+            counts_.failovers_unsent++;
+            q.pop_front();
+            retry_count_--;
+        }
+        it = q.empty() ? retries_.erase(it) : std::next(it);
     }
 }
 
@@ -443,6 +496,9 @@ void Assembler::finish() {
     }
     host_.clear();
     target_.clear();
+    counts_.failovers_unsent += retry_count_;
+    retries_.clear();
+    retry_count_ = 0;
     for (const auto& [key, q] : waiting_)
         (key.kind == 0   ? counts_.bios_unmatched
          : key.kind == 1 ? counts_.inserts_unmatched

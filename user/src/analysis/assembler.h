@@ -58,9 +58,13 @@ struct Command {
     bool has_cid = false;         // host: nvme_setup_cmd was recorded; target: always
     bool passthru = false;        // host: a passthrough command (no bio; starts at the setup)
     SubmitPath submit_path = SubmitPath::none;  // host: who submitted it to the file
-    bool reap_unseen = false;  // host: its completion was taken by user space unseen (io_uring:
-                               // from the mapped CQ ring, or posted by an io thread)
-    EventMask present = 0;     // bit per slot of kEvents
+    bool reap_unseen = false;     // host: its completion was taken by user space unseen (io_uring:
+                                  // from the mapped CQ ring, or posted by an io thread)
+    bool failed_over = false;     // host: a request whose bios were taken back at block_rq_complete
+                                  // (nvme multipath failover: its path failed, e.g. a controller
+                                  // reset) and sent again on a later request; not a finished I/O
+    uint8_t attempts_before = 0;  // host: how many requests of its bios failed over before it
+    EventMask present = 0;        // bit per slot of kEvents
     std::array<uint64_t, kMaxEvents> ts{};  // by slot, valid where present
 
     bool has(int slot) const { return slot >= 0 && (present >> slot & 1u); }
@@ -125,6 +129,8 @@ struct AssemblyCounts {
     uint64_t late_times = 0;            // ts_in_aux events dropped: time after the first event
     uint64_t lost_in_gap = 0;           // overlapped a drop run and lacked a record of its
                                         // path: may have lost it (left out)
+    uint64_t failovers_unsent = 0;      // failed-over requests whose bios were not seen on a
+                                        // later request within the horizon
     std::vector<GapRun> gaps;           // the drop runs, in the order their markers came
     uint64_t first_ts = 0, last_ts = 0;  // of all records
 
@@ -207,7 +213,8 @@ private:
         uint32_t dev;
         uint8_t op;
         uint8_t kind;  // 0: bio, 1: insert, 2: file submission, held commands awaiting
-                       // 3: their aio completion or CQE, 4: their reap; 5: io-wq queueing
+                       // 3: their aio completion or CQE, 4: their reap; 5: io-wq queueing;
+                       // 6: a failed-over request's bios, awaiting their next request
         bool operator==(const WaitKey&) const = default;
     };
     struct WaitKeyHash {
@@ -248,6 +255,14 @@ private:
     void attach_file_submit(Command& c, const Waiting& file, uint64_t bio_ts);
     void expire_tail(uint64_t now);
     bool take_tail(const WaitKey& key, uint64_t* id);
+    // A failed-over request (Command::failed_over): its bios go back to the
+    // multipath head and come again on a later request of the same sector,
+    // without a block_bio_queue record of their own (the block layer traces
+    // a bio's queueing once).  The later request takes what came before the
+    // block layer's request from it: the bio, the file submission.
+    void hold_retry(const Command& attempt);
+    bool take_retry(const WaitKey& key, Command& c);
+    void expire_retries(uint64_t now);
 
     const DeviceTable& devices_;
     Sink sink_;
@@ -277,6 +292,9 @@ private:
     std::unordered_map<WaitKey, SmallFifo<uint64_t>, WaitKeyHash> tail_by_key_;
     std::deque<std::pair<uint64_t, uint64_t>> tail_order_;  // (ts held, id), oldest first
     uint64_t next_tail_id_ = 0;
+    // failed-over requests awaiting their bios' next request (kind 6), oldest first
+    std::unordered_map<WaitKey, std::deque<Command>, WaitKeyHash> retries_;
+    size_t retry_count_ = 0;
 };
 
 // Merges per-CPU streams, each already in ts order, into one in ts order

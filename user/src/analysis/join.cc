@@ -115,6 +115,9 @@ std::string_view unmatched_reason(Unmatched u, Side side) {
         case Unmatched::before_device:
             return h ? "before the target recording followed its device"
                      : "before or as the host recording began to follow its device";
+        case Unmatched::failed_over:
+            return "failed over before the target had it or answered it (its bios went again "
+                   "on a later request)";
     }
     return "?";
 }
@@ -122,7 +125,7 @@ std::string_view unmatched_reason(Unmatched u, Side side) {
 std::string_view unmatched_key(Unmatched u) {
     static constexpr std::string_view kKeys[] = {
         "no_command_id", "not_sampled",      "outside_window", "not_found",
-        "no_other_side", "other_controller", "before_device"};
+        "no_other_side", "other_controller", "before_device",  "failed_over"};
     static_assert(std::size(kKeys) == kUnmatchedReasons);
     return kKeys[static_cast<size_t>(u)];
 }
@@ -202,9 +205,12 @@ void Joiner::match(Entry& h, Entry& t, const Sink& sink) {
     jc_.negative_network += net < 0;
     // Follow the clock: what this pair says the offset is, smoothed (the
     // network's one-way time is in it; it only has to be close, not exact).
-    auto& off = sources_[h.source].offset_ns;
-    int64_t seen = static_cast<int64_t>(t.anchor) - static_cast<int64_t>(host_anchor(h.cmd));
-    off += (seen - off) / 16;
+    // A failed-over request's answer never came back: it says nothing of it.
+    if (!h.cmd.failed_over) {
+        auto& off = sources_[h.source].offset_ns;
+        int64_t seen = static_cast<int64_t>(t.anchor) - static_cast<int64_t>(host_anchor(h.cmd));
+        off += (seen - off) / 16;
+    }
     sink(j);
 }
 
@@ -298,11 +304,12 @@ void Joiner::emit_unmatched(Entry& e, int side, const Sink& sink) {
                     if ((from == 0 || t >= from + kAdmitSlack_ns) && t < to)
                         any_followed = true;
         }
-        why = !any_ctrl       ? Unmatched::other_controller
-              : !any_sampled  ? Unmatched::not_sampled
-              : !any_inside   ? Unmatched::outside_window
-              : !any_followed ? Unmatched::before_device
-                              : Unmatched::not_found;
+        why = !any_ctrl           ? Unmatched::other_controller
+              : !any_sampled      ? Unmatched::not_sampled
+              : !any_inside       ? Unmatched::outside_window
+              : !any_followed     ? Unmatched::before_device
+              : e.cmd.failed_over ? Unmatched::failed_over
+                                  : Unmatched::not_found;
     }
     (side == 0 ? jc_.host_unmatched : jc_.target_unmatched)[static_cast<size_t>(why)]++;
     sink(e.cmd);

@@ -61,8 +61,10 @@ enum class Unmatched : uint8_t {
     no_other_side,     // no recording of the other side
     other_controller,  // the other side's recordings are not of its controller
     before_device,     // target: its controller's host device was not followed then
+    failed_over,       // host: a failed-over request (its bios went again on another) that the
+                       // target never had or never answered
 };
-inline constexpr size_t kUnmatchedReasons = 7;
+inline constexpr size_t kUnmatchedReasons = 8;
 std::string_view unmatched_reason(Unmatched u, Side side);
 std::string_view unmatched_key(Unmatched u);  // "not_sampled", for JSON
 

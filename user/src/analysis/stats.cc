@@ -28,6 +28,7 @@ struct Stats::Group {
     Layout layout;
     std::string label, size_label, device;
     bool passthru = false;  // passthrough commands (their layout has no bio)
+    bool resent = false;    // host: their bios failed over on an earlier request first
     Span span;
     Op op;
     Side side;
@@ -89,6 +90,7 @@ Stats::Group& Stats::group_for(const Command& cmd) {
             cmd.side == Side::target ? cmd.nsid : 0,
             cmd.side == Side::host ? cmd.submit_path : SubmitPath::none,
             cmd.side == Side::host && cmd.reap_unseen,
+            cmd.side == Side::host && cmd.attempts_before > 0,
             view,
             pit->second.first,
             pit->second.second};
@@ -116,6 +118,9 @@ Stats::Group& Stats::group_for(const Command& cmd) {
         g->span = span_of(g->layout, key.path, key.reap_unseen);
         if (!g->span.interface.empty())
             g->label += fmt::format(" ({})", g->span.interface);
+        g->resent = key.resent;
+        if (key.resent)
+            g->label += " (failed over, sent again)";
         g->segments.resize(g->layout.segments.size());
         g->stage_sq.resize(g->layout.stages.size());
         g->stage_hist.resize(g->layout.stages.size());
@@ -137,6 +142,10 @@ void Stats::add(const Command& cmd) {
         started_ = true;
     }
     advance(end);
+    if (cmd.failed_over) {  // its bios' later request is the I/O
+        failed_over_++;
+        return;
+    }
     if (cmd.status != 0) {
         failed_++;
         return;
@@ -369,6 +378,7 @@ Summary Stats::summary(uint64_t duration_ns) const {
     std::vector<EventMask> presents;  // per group of s.groups: its layout key
     s.sample_n = opts_.sample_n;
     s.failed = failed_;
+    s.failed_over = failed_over_;
     if (!duration_ns && commands_)
         duration_ns = last_ts_ - first_ts_;
     s.duration_s = static_cast<double>(duration_ns) / 1e9;
@@ -392,6 +402,7 @@ Summary Stats::summary(uint64_t duration_ns) const {
         gs.size_label = g.size_label;
         gs.device = g.device;
         gs.passthru = g.passthru;
+        gs.resent = g.resent;
         gs.view = l.view;
         gs.missing = l.missing;
         gs.span = g.span;

@@ -226,6 +226,7 @@ struct GroupSummary {
     uint64_t size = 0;
     std::string device;
     bool passthru = false;  // passthrough commands (NVMe generic char device): no bio
+    bool resent = false;    // host: their bios failed over on an earlier request first
     View view = View::host_only;
     std::vector<std::string> missing;  // hooks with no record for these commands
     Span span;                         // what its end to end runs from and to
@@ -255,6 +256,8 @@ struct Summary {
     std::vector<OpThroughput> throughput;  // per op present; host commands if any
     std::vector<GroupSummary> groups;      // ordered by op, size, device
     uint64_t failed = 0;                   // non-zero status: not in any group
+    uint64_t failed_over = 0;              // host requests whose bios failed over (sent again
+                               // on a later request, which is reported): not in any group
 };
 
 struct IntervalRow {
@@ -326,12 +329,13 @@ private:
         uint32_t nsid;     // target
         SubmitPath path;   // host
         bool reap_unseen;  // host
+        bool resent;       // host: its bios failed over on an earlier request
         View view;
         EventMask missing;  // required boundaries on its path with no record
         EventMask present;  // layout_key(): the events on the command's path
         auto tie() const {
             return std::tie(op, size_in_blocks, size, side, dev, origin, cntlid, nsid, path,
-                            reap_unseen, view, missing, present);
+                            reap_unseen, resent, view, missing, present);
         }
         bool operator<(const Key& o) const { return tie() < o.tie(); }
     };
@@ -350,7 +354,7 @@ private:
     std::map<Key, std::unique_ptr<Group>> groups_;
     Group* last_ = nullptr;  // most commands go to the group of the one before
     Key last_key_{};
-    uint64_t commands_ = 0, failed_ = 0;
+    uint64_t commands_ = 0, failed_ = 0, failed_over_ = 0;
     uint64_t first_ts_ = UINT64_MAX, last_ts_ = 0;
     uint64_t origin_ = 0, interval_start_ = 0;
     bool started_ = false;

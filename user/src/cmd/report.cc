@@ -41,6 +41,10 @@ void print_command(const Command& c) {
         j["cid"] = c.cid;
     if (c.side == Side::target)
         j["cntlid"] = c.cntlid;
+    if (c.failed_over)
+        j["failed_over"] = true;
+    if (c.attempts_before)
+        j["attempts_before"] = c.attempts_before;
     nlohmann::json ev = nlohmann::json::object();
     for (const auto& e : kEvents) {
         int slot = event_slot(e.event);

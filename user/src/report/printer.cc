@@ -239,6 +239,11 @@ std::string summary_text(const Summary& s, const AssemblyCounts& counts,
         else
             out += fmt::format("  end to end: {} to {} only, not what user space waits: {}\n",
                                g.span.from, g.span.to, g.span.note);
+        if (g.resent)
+            out +=
+                "  failed over: their bios went out first on a request that failed over (its "
+                "path went down, as in a controller reset) and were sent again: the host block "
+                "layer stage holds that request and the wait for a live path\n";
         out += fmt::format("  latency (us): mean {:.2f}, p50 {:.2f}, p99 {:.2f}, p99.9 {:.2f}\n",
                            g.mean_us, g.p50_us, g.p99_us, g.p999_us);
         // the seed's columns; a longer name widens its column for the whole table
@@ -355,6 +360,16 @@ std::string summary_text(const Summary& s, const AssemblyCounts& counts,
     }
     if (s.failed)
         out += fmt::format("failed: {} commands completed with an error, not reported\n", s.failed);
+    if (s.failed_over || counts.failovers_unsent)
+        out += fmt::format(
+            "failed over: {} requests ended with their bios taken back to be sent again on "
+            "another path or controller (nvme multipath); each I/O is reported once, on its "
+            "last request{}\n",
+            s.failed_over + counts.failovers_unsent,
+            counts.failovers_unsent
+                ? fmt::format(" ({} were not seen sent again: their I/O is not reported)",
+                              counts.failovers_unsent)
+                : "");
     if (counts.bios_unmatched)
         out += fmt::format(
             "unmatched: {} block_bio_queue records with no request of their own (merged into "
@@ -409,6 +424,7 @@ nlohmann::json summary_json(const Summary& s, const AssemblyCounts& counts,
             {"size_label", g.size_label},
             {"device", g.device},
             {"passthrough", g.passthru},
+            {"failed_over_before", g.resent},
             {"view", view_name(g.view)},
             {"missing", g.missing},
             {"span",
@@ -504,8 +520,10 @@ nlohmann::json summary_json(const Summary& s, const AssemblyCounts& counts,
                      {"commands_left_out", counts.lost_in_gap},
                      {"cpus", std::move(cpus)}};
     }
-    j["commands"] = {{"reported", counts.complete - s.failed},
+    j["commands"] = {{"reported", counts.complete - s.failed - s.failed_over},
                      {"failed", s.failed},
+                     {"failed_over", s.failed_over},
+                     {"failovers_unsent", counts.failovers_unsent},
                      {"cut_start", counts.cut_start},
                      {"cut_end", counts.cut_end},
                      {"device_gone", counts.device_gone},

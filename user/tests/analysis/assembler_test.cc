@@ -376,6 +376,71 @@ TEST_F(AssemblerTest, MultipathPathBioAloneIsKept) {
     EXPECT_EQ(out[0].at(slot(NVMETRACE_EV_BIO_QUEUE)), 130u);
 }
 
+// nvme multipath fails a request over (a controller reset cancels it): its
+// bios are taken back (block_rq_complete with no bytes left), queued on the
+// head again and sent on a later request, with no block_bio_queue of their
+// own.  The first request is handed on as failed over; the later one is the
+// I/O, timed from the first one's bio and file submission, up to the reap.
+TEST_F(AssemblerTest, FailedOverRequestHandsItsBiosToTheNextRequest) {
+    auto on_path = [](uint16_t ev, uint64_t ts, uint16_t tag, uint32_t len = 4096) {
+        return host(ev, ts, tag, 8, false, kNvme1c1n1, 1, len);
+    };
+    feed({host(NVMETRACE_EV_FILE_SUBMIT, 50, 0, 8, false, kNvme1n1, 0, 4096,
+               uint64_t{77} | uint64_t{20} << 32),
+          bio(100, 8, kNvme1n1), on_path(NVMETRACE_EV_NVME_SETUP, 200, 5),
+          on_path(NVMETRACE_EV_RQ_ISSUE, 210, 5), on_path(NVMETRACE_EV_NVME_COMPLETE, 900, 5),
+          on_path(NVMETRACE_EV_RQ_COMPLETE, 950, 5, 0)});
+    ASSERT_EQ(out.size(), 1u);
+    EXPECT_TRUE(out[0].failed_over);
+    EXPECT_EQ(out[0].attempts_before, 0u);
+    EXPECT_EQ(out[0].cid, 0u);
+    // sent again on the new controller's queue, another tag; then the aio completion and reap
+    feed({on_path(NVMETRACE_EV_NVME_SETUP, 40'000, 9), on_path(NVMETRACE_EV_RQ_ISSUE, 40'010, 9),
+          on_path(NVMETRACE_EV_NVME_COMPLETE, 41'000, 9),
+          on_path(NVMETRACE_EV_RQ_COMPLETE, 41'050, 9),
+          host(NVMETRACE_EV_AIO_COMPLETE, 41'100, 0, 8, false, kNvme1n1, 0, 4096, 4096),
+          host(NVMETRACE_EV_AIO_REAP, 41'300, 0, 8, false, kNvme1n1, 0, 0,
+               uint64_t{77} | uint64_t{1} << 32)});
+    ASSERT_EQ(out.size(), 2u);
+    const Command& c = out[1];
+    EXPECT_FALSE(c.failed_over);
+    EXPECT_EQ(c.attempts_before, 1u);
+    EXPECT_EQ(c.dev, kNvme1n1);
+    EXPECT_EQ(c.pid, 77u);
+    EXPECT_EQ(c.at(slot(NVMETRACE_EV_SYSCALL_SUBMIT)), 30u);
+    EXPECT_EQ(c.at(slot(NVMETRACE_EV_BIO_QUEUE)), 100u);
+    EXPECT_EQ(c.at(slot(NVMETRACE_EV_NVME_SETUP)), 40'000u);
+    EXPECT_EQ(c.at(slot(NVMETRACE_EV_AIO_REAP)), 41'300u);
+    assembler.finish();
+    const AssemblyCounts& n = assembler.counts();
+    EXPECT_EQ(n.cut_start, 0u);
+    EXPECT_EQ(n.bios_unmatched, 0u);
+    EXPECT_EQ(n.user_unmatched, 0u);
+    EXPECT_EQ(n.failovers_unsent, 0u);
+}
+
+// A request whose bios failed over and never came again (the path never came
+// back within the horizon, or the recording ended): counted, not invented.
+TEST_F(AssemblerTest, FailoverNeverSentAgainIsCounted) {
+    feed({bio(100, 8, kNvme1n1), host(NVMETRACE_EV_NVME_SETUP, 200, 5, 8, false, kNvme1c1n1),
+          host(NVMETRACE_EV_RQ_COMPLETE, 950, 5, 8, false, kNvme1c1n1, 1, 0)});
+    // another sector's command long after: the failed-over bios expired
+    feed(host_command(Assembler::kDefaultBioHorizonNs + 10'000, 3, 64));
+    ASSERT_EQ(out.size(), 2u);
+    EXPECT_TRUE(out[0].failed_over);
+    EXPECT_FALSE(out[1].failed_over);
+    EXPECT_EQ(out[1].attempts_before, 0u);
+    EXPECT_EQ(assembler.counts().failovers_unsent, 1u);
+    // one still waiting at the end is counted at finish()
+    feed({bio(Assembler::kDefaultBioHorizonNs + 90'000, 16, kNvme1n1),
+          host(NVMETRACE_EV_NVME_SETUP, Assembler::kDefaultBioHorizonNs + 90'100, 6, 16, false,
+               kNvme1c1n1),
+          host(NVMETRACE_EV_RQ_COMPLETE, Assembler::kDefaultBioHorizonNs + 90'500, 6, 16, false,
+               kNvme1c1n1, 1, 0)});
+    assembler.finish();
+    EXPECT_EQ(assembler.counts().failovers_unsent, 2u);
+}
+
 TEST_F(AssemblerTest, SchedulerInsertWithoutTagIsAttached) {
     feed({bio(100, 16), host(NVMETRACE_EV_RQ_INSERT, 150, 0xffff, 16),
           host(NVMETRACE_EV_NVME_SETUP, 400, 3, 16), host(NVMETRACE_EV_RQ_ISSUE, 410, 3, 16),

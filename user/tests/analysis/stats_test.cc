@@ -250,6 +250,28 @@ TEST_F(StatsTest, FailedCommandsAreCountedNotReported) {
     EXPECT_EQ(s.groups[0].n, 1u);
 }
 
+// A failed-over request is not an I/O of its own: counted apart; the I/O its
+// bios made again is grouped apart from the others and says so.
+TEST_F(StatsTest, FailedOverRequestsAreCountedAndTheirRetriesGroupedApart) {
+    Stats st(devices, {.sample_n = 1});
+    st.add(host_cmd(0, 1000, 2000, 50'000, 500));
+    Command attempt = host_cmd(100'000, 1000, 2000, 800'000, 500);
+    attempt.failed_over = true;
+    st.add(attempt);
+    Command again = host_cmd(100'000, 30'000'000, 2000, 50'000, 500);
+    again.attempts_before = 1;
+    st.add(again);
+    Summary s = st.summary(1'000'000'000);
+    EXPECT_EQ(s.failed_over, 1u);
+    EXPECT_EQ(s.failed, 0u);
+    ASSERT_EQ(s.groups.size(), 2u);
+    EXPECT_EQ(s.groups[0].n, 1u);
+    EXPECT_FALSE(s.groups[0].resent);
+    EXPECT_EQ(s.groups[1].n, 1u);
+    EXPECT_TRUE(s.groups[1].resent);
+    EXPECT_EQ(s.groups[1].label, "read 4KiB nvme0n1 (failed over, sent again)");
+}
+
 TEST_F(StatsTest, IntervalSnapshots) {
     std::vector<Interval> ivs;
     Stats st(devices, {.sample_n = 100, .interval_ns = 10'000'000'000ull, .origin_ns = 1},
