@@ -116,8 +116,10 @@ std::string_view unmatched_reason(Unmatched u, Side side) {
             return h ? "before the target recording followed its device"
                      : "before or as the host recording began to follow its device";
         case Unmatched::failed_over:
-            return "failed over before the target had it or answered it (its bios went again "
-                   "on a later request)";
+            return h ? "failed over before the target had it or answered it (its bios went "
+                       "again on a later request)"
+                     : "run after its host request had failed over or before the host gave up "
+                       "on it (the answer never reached the host)";
     }
     return "?";
 }
@@ -311,8 +313,32 @@ void Joiner::emit_unmatched(Entry& e, int side, const Sink& sink) {
               : e.cmd.failed_over ? Unmatched::failed_over
                                   : Unmatched::not_found;
     }
+    if (why == Unmatched::failed_over && take_lost_target(e)) {
+        // the target's side of it waited out the window first: it was this
+        jc_.target_unmatched[static_cast<size_t>(Unmatched::not_found)]--;
+        jc_.target_unmatched[static_cast<size_t>(Unmatched::failed_over)]++;
+    }
+    if (side == 1 && why == Unmatched::not_found) {
+        if (lost_target_.size() == kLostKept)
+            lost_target_.pop_front();
+        lost_target_.push_back(Lost{key_of(e.cmd), e.cmd.cntlid, e.anchor});
+    }
     (side == 0 ? jc_.host_unmatched : jc_.target_unmatched)[static_cast<size_t>(why)]++;
     sink(e.cmd);
+}
+
+bool Joiner::take_lost_target(const Entry& h) {
+    const Key k = key_of(h.cmd);
+    for (auto it = lost_target_.rbegin(); it != lost_target_.rend(); ++it) {
+        const uint64_t d = it->anchor > h.anchor ? it->anchor - h.anchor : h.anchor - it->anchor;
+        if (it->key == k && d <= opts_.window_ns &&
+            (!h.cmd.cntlid || h.cmd.cntlid == it->cntlid ||
+             (h.cmd.cntlid_next && h.cmd.cntlid_next == it->cntlid))) {
+            lost_target_.erase(std::next(it).base());
+            return true;
+        }
+    }
+    return false;
 }
 
 void Joiner::evict(uint64_t now, const Sink& sink) {

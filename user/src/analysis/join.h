@@ -62,7 +62,8 @@ enum class Unmatched : uint8_t {
     other_controller,  // the other side's recordings are not of its controller
     before_device,     // target: its controller's host device was not followed then
     failed_over,       // host: a failed-over request (its bios went again on another) that the
-                       // target never had or never answered
+                       // target never had or never answered; target: one the target ran whose
+                       // host request failed over before its answer came
 };
 inline constexpr size_t kUnmatchedReasons = 8;
 std::string_view unmatched_reason(Unmatched u, Side side);
@@ -183,8 +184,21 @@ private:
     void evict(uint64_t now, const Sink& sink);
     void match(Entry& host, Entry& target, const Sink& sink);
 
+    // Target commands that waited out the window unmatched (not_found), for
+    // a failed-over host request that comes later: the host gives up on a
+    // command only at its I/O timeout or error recovery, seconds after the
+    // target ran it.  Bounded: the newest kLostKept.
+    struct Lost {
+        Key key;
+        uint16_t cntlid;
+        uint64_t anchor;
+    };
+    static constexpr size_t kLostKept = 65536;
+    bool take_lost_target(const Entry& host);
+
     Options opts_;
     std::vector<Source> sources_;
+    std::deque<Lost> lost_target_;
     Side_ pending_[2];  // [0] host, [1] target
     uint64_t now_ = 0;
     JoinCounts jc_;

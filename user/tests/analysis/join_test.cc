@@ -628,6 +628,38 @@ TEST(Join, TargetCommandsWhileTheHostDidNotFollowTheirDevice) {
     EXPECT_EQ(unmatched_key(Unmatched::before_device), "before_device");
 }
 
+// The link goes down with commands in flight: the target ran one and its
+// answer was lost, the host gave up on both at its I/O timeout, seconds
+// later, and they failed over.  The target's command waited out the window
+// before the host's request came: each side is unmatched as failed over,
+// not as a loss; a third target command nobody gave up on still is one.
+TEST(Join, FailedOverRequestsAndTheTargetCommandsTheyLeft) {
+    Joiner jn;
+    size_t hs = jn.add_source({Side::host, 1, 0, 0, UINT64_MAX, 0, {}});
+    size_t ts = jn.add_source({Side::target, 1, 0, 0, UINT64_MAX, 0, {}});
+    auto attempt = [](uint64_t t0, uint16_t cid, uint64_t lba) {
+        Command c = host_cmd(t0, 1, cid, lba, 50'000);
+        for (uint16_t ev : {NVMETRACE_EV_TCP_C2H_RECV, NVMETRACE_EV_NVME_COMPLETE})
+            c.present &= ~(EventMask{1} << event_slot(ev));
+        c.ts[event_slot(NVMETRACE_EV_RQ_COMPLETE)] = t0 + 3'000'000'000ull;  // timed out
+        c.failed_over = true;
+        return c;
+    };
+    jn.add(ts, target_cmd(1'003'000, 1, 7, 8, 40'000));  // ran; its answer was lost
+    jn.add(hs, attempt(1'000'000, 7, 8));
+    jn.add(hs, attempt(1'010'000, 8, 16));                // never reached the target
+    jn.add(ts, target_cmd(1'023'000, 1, 9, 24, 40'000));  // no host request at all
+    // I/O on another queue goes on meanwhile: the target's commands wait out the window
+    jn.add(hs, host_cmd(2'600'000'000ull, 2, 1, 32, 50'000));
+    jn.add(ts, target_cmd(2'600'003'000ull, 2, 1, 32, 40'000));
+    JoinCounts jc = jn.join([](const Command&) {});
+    EXPECT_EQ(jc.matched, 1u);
+    EXPECT_EQ(jc.host_unmatched[static_cast<size_t>(Unmatched::failed_over)], 2u);
+    EXPECT_EQ(jc.target_unmatched[static_cast<size_t>(Unmatched::failed_over)], 1u);
+    EXPECT_EQ(jc.target_unmatched[static_cast<size_t>(Unmatched::not_found)], 1u);
+    EXPECT_EQ(unmatched_key(Unmatched::failed_over), "failed_over");
+}
+
 // A controller reset seen by the recorder a little late: a host command
 // between the reset and the recorder's look carries its disk's old id and
 // the next one; it matches the target command of either, never a third.
