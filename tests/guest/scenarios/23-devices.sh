@@ -1,11 +1,13 @@
 #!/bin/bash
 # 23-devices: a recording follows the machine as it changes. nvmetrace records host and target
 # at 1-of-1 from before any NVMe-oF device exists on the host, nvme_tcp not loaded yet; while
-# it runs the host loads nvme_tcp and connects (fio), resets the controller (fio), disconnects
-# and connects again (a new controller of the same subsystem, fio), the target adds a second
-# namespace that the host finds (fio) and takes it away again, nvme_tcp is unloaded and loaded
-# again between a disconnect and a connect (fio), and the target's nvmet and nvmet_tcp are
-# unloaded and set up again (fio).
+# it runs the host loads nvme_tcp and connects (fio), resets the controller while fio runs, the
+# link goes down and comes back while fio runs (the host's requests in flight time out and fail
+# over, and go again once it has connected again),
+# disconnects and connects again (a new controller of the same subsystem, fio), the target adds
+# a second namespace that the host finds (fio) and takes it away again while fio runs on the
+# first, nvme_tcp is unloaded and loaded again between a disconnect and a connect (fio), and the
+# target's nvmet and nvmet_tcp are unloaded and set up again (fio).
 # Asserts here: record starts with no namespace and says so; nvme_tcp's hooks attach when it
 # loads (record says so, at each load); it says each device as it appears and goes; fio sees
 # no error; the recorder ends cleanly; the module unloads.
@@ -21,7 +23,10 @@ need_bin
 NT=$NVMETRACE_BIN
 
 need_module null_blk
-modprobe -r null_blk && modprobe null_blk nr_devices=2 || fail "null_blk with two devices"
+# each I/O takes a millisecond on the target's disk (a timer completes it), so that fio always
+# has commands in flight at the target when the host's controller is reset (step 2)
+NULLB=(nr_devices=2 irqmode=2 completion_nsec=1000000)
+modprobe -r null_blk && modprobe null_blk "${NULLB[@]}" || fail "null_blk with two devices"
 wait_for 5 test -b /dev/nullb1 || fail "/dev/nullb1 did not appear"
 nvmet_tcp_setup
 # nvme_tcp not loaded: the first connect loads it while recording, and its hooks get its layout then
@@ -51,22 +56,37 @@ ctrl_of() { # the controller (nvmeN) of subsystem $NVMET_NQN
 }
 fio_args=(--ioengine=libaio --direct=1 --bs=4k --iodepth=4 --size=32m --time_based --runtime=2)
 
-# 1. a namespace connected after the recording started (the connect loads nvme_tcp)
-dev=$(nvme_tcp_connect)
+# 1. a namespace connected after the recording started (the connect loads nvme_tcp); after a
+# lost connection the host tries to connect again every second (step 2b)
+dev=$(nvme_tcp_connect "$NVMET_NQN" ",reconnect_delay=1")
 appeared "$dev" || { cat "$RESULTS/record.out"; fail "record did not say $dev appeared"; }
 tcp_loaded 1 || { cat "$RESULTS/record.out"; fail "record did not give nvme_tcp its layout"; }
 run_fio connect --filename="/dev/$dev" --rw=randread "${fio_args[@]}" || fail "fio connect"
 
-# 2. a controller reset: the same controller, its queues made anew
+# 2. a controller reset while fio runs: the same controller, its queues made anew. Requests
+# in flight at the driver fail over (nvme multipath sends their bios again on the new queues),
+# bios issued meanwhile wait on the head for a live path; commands issued before the
+# recorder's look carry the old id and the next (the join takes either)
+log "step 2: reset under I/O"
+# reads + writes completed by the target's disk (a multipath head counts none before 6.3)
+io_count() { awk '{ print $1 + $5 }' /sys/block/nullb0/stat; }
+io_since() { [ "$(io_count)" -gt "$1" ]; }
+io_goes_on() { # fio's I/O on namespace 1 still completes ($1: after what)
+	local n
+	n=$(io_count)
+	wait_for 60 io_since "$n" || fail "no I/O completed on namespace 1 $1"
+}
+fio_live=(--ioengine=libaio --direct=1 --bs=4k --iodepth=4 --size=32m --time_based --runtime=600)
 ctrl=$(ctrl_of) || fail "no controller of $NVMET_NQN"
 id0=$(cat "/sys/class/nvme/$ctrl/cntlid")
-echo 1 >"/sys/class/nvme/$ctrl/reset_controller" || fail "reset_controller refused"
+run_fio_bg reset --filename="/dev/$dev" --rw=randwrite "${fio_live[@]}"
+io_goes_on "once fio started"
+echo 1 >"/sys/class/nvme/$ctrl/reset_controller" || fail "reset_controller refused under I/O"
 wait_for 30 bash -c "[ \"\$(cat /sys/class/nvme/$ctrl/state)\" = live ]" ||
 	fail "$ctrl not live again after the reset"
 id1=$(cat "/sys/class/nvme/$ctrl/cntlid")
-# fio at once, not after record says the id changed: commands issued before the recorder's
-# look carry the old id and the next (the join takes either)
-run_fio reset --filename="/dev/$dev" --rw=randwrite "${fio_args[@]}" || fail "fio reset"
+io_goes_on "after the reset"
+fio_stop
 # nvmet gives the new association the lowest free id: a new one while the old controller is
 # still being freed (the usual case here), else the same, and then there is nothing to say
 if [ "$id1" != "$id0" ]; then
@@ -75,6 +95,29 @@ if [ "$id1" != "$id0" ]; then
 else
 	log "the reset kept controller id $id0"
 fi
+
+# 2b. the link goes down while fio runs, with commands in flight: the host's requests time out
+# (2 s here, on the controller's path disk), its error recovery cancels them and they fail over
+# (their bios wait on the head, 23-devices.check); the link comes back, the host connects again
+# and sends them
+log "step 2b: the link goes down under I/O"
+live() { [ "$(cat "/sys/class/nvme/$ctrl/state")" = live ]; }
+inflight() { [ "$(awk '{ print $1 + $2 }' /sys/block/nullb0/inflight)" -gt 0 ]; }
+path=$(ls -d /sys/class/nvme/"$ctrl"/nvme*c*n1 | head -n 1)
+[ -w "$path/queue/io_timeout" ] || fail "no io_timeout for $ctrl's path disk ($path)"
+io_timeout=$(cat "$path/queue/io_timeout")
+echo 2000 >"$path/queue/io_timeout" || fail "$path/queue/io_timeout refused 2000 ms"
+run_fio_bg flap --filename="/dev/$dev" --rw=randread "${fio_live[@]}"
+io_goes_on "once fio started"
+wait_for 30 inflight || fail "no command in flight at the target"
+ip link set lo down || fail "cannot take lo down"
+wait_for 60 bash -c "! grep -qx live /sys/class/nvme/$ctrl/state" ||
+	{ ip link set lo up; fail "$ctrl still live with the link down"; }
+ip link set lo up || fail "cannot bring lo up again"
+wait_for 60 live || fail "$ctrl did not connect again ($(cat "/sys/class/nvme/$ctrl/state"))"
+io_goes_on "after the host connected again"
+fio_stop
+echo "$io_timeout" >"$path/queue/io_timeout"
 
 # 3. disconnected, then connected again: a new controller of the same subsystem
 nvme_disconnect_all
@@ -86,9 +129,11 @@ new_line() { [ "$(grep -c "appeared: recording it" "$RESULTS/record.out")" -gt "
 wait_for 30 new_line || { cat "$RESULTS/record.out"; fail "record did not say $dev2 appeared"; }
 run_fio reconnect --filename="/dev/$dev2" --rw=randrw "${fio_args[@]}" || fail "fio reconnect"
 
-# 4. the target adds a namespace; the host finds it (namespace attribute changed event), fio
-# there; then the target disables and removes it again
-log "step 4: namespace 2"
+# 4. while fio runs on namespace 1, the target adds a namespace; the host finds it (namespace
+# attribute changed event), fio there; then the target disables and removes it again
+log "step 4: namespace 2 under I/O"
+run_fio_bg live --filename="/dev/$dev2" --rw=randrw "${fio_live[@]}"
+io_goes_on "once fio started"
 ns2=$NVMET_CFG/subsystems/$NVMET_NQN/namespaces/2
 mkdir "$ns2" && echo -n /dev/nullb1 >"$ns2/device_path" && echo 1 >"$ns2/enable" ||
 	fail "the target refused namespace 2"
@@ -113,6 +158,8 @@ wait_for 60 said "nvmetrace: $dev3 (tcp .*) went away" ||
 	{ cat "$RESULTS/record.out"; fail "record did not say $dev3 went away"; }
 wait_for 30 said "nvmetrace: target namespace 2 of $NVMET_NQN (/dev/nullb1) went away" ||
 	{ cat "$RESULTS/record.out"; fail "record did not say target namespace 2 went away"; }
+io_goes_on "after namespace 2 went away"
+fio_stop
 
 # 5. nvme_tcp unloaded and loaded again (its hooks go and come back), then connected again
 log "step 5: nvme_tcp reloaded"
@@ -137,7 +184,7 @@ wait_for 30 gone_line || { cat "$RESULTS/record.out"; fail "record did not say $
 nvmet_teardown
 [ -e /sys/module/nvmet ] && fail "nvmet still loaded after the teardown"
 recorder_alive "nvmet unloaded"
-modprobe null_blk nr_devices=2 || fail "null_blk again"
+modprobe null_blk "${NULLB[@]}" || fail "null_blk again"
 wait_for 5 test -b /dev/nullb0 || fail "/dev/nullb0 did not come back"
 nvmet_tcp_setup
 lines=$(grep -c "appeared: recording it" "$RESULTS/record.out")
