@@ -29,6 +29,9 @@ namespace {
 // How long after a device was admitted a command on it may still have been
 // issued before (host clock, with the offset estimate's error).
 constexpr uint64_t kAdmitSlack_ns = 50'000'000;
+// How long before a device was admitted a command on it may have begun and
+// still been in flight then (a new disk's partition scan, under emulation).
+constexpr uint64_t kAdmitLead_ns = 1'000'000'000;
 
 int first_present(const Command& c, std::initializer_list<uint16_t> events) {
     for (uint16_t ev : events)
@@ -113,7 +116,8 @@ std::string_view unmatched_reason(Unmatched u, Side side) {
             return h ? "no target recording for that controller"
                      : "no host recording for that controller";
         case Unmatched::before_device:
-            return h ? "before the target recording followed its device"
+            return h ? "in flight as this recording began to follow its device (its "
+                       "nvme_setup_cmd came before)"
                      : "before or as the host recording began to follow its device";
         case Unmatched::failed_over:
             return h ? "failed over before the target had it or answered it (its bios went "
@@ -271,7 +275,7 @@ void Joiner::emit_unmatched(Entry& e, int side, const Sink& sink) {
     if (!jc_.active) {
         why = Unmatched::no_other_side;
     } else if (mine == Side::host && !e.cmd.has_cid) {
-        why = Unmatched::no_command_id;
+        why = in_flight_at_admission(e) ? Unmatched::before_device : Unmatched::no_command_id;
     } else {
         // The other side's recordings of this controller, if any is known.
         bool any_ctrl = false, any_sampled = false, any_inside = false, any_followed = false;
@@ -325,6 +329,21 @@ void Joiner::emit_unmatched(Entry& e, int side, const Sink& sink) {
     }
     (side == 0 ? jc_.host_unmatched : jc_.target_unmatched)[static_cast<size_t>(why)]++;
     sink(e.cmd);
+}
+
+// A disk that appears while recording is admitted a little after the
+// kernel sent its first commands (a partition scan, before any uevent): a
+// head disk number the recording already had (a namespace connected again)
+// records such a command's bio, and its new path disk, not admitted yet,
+// not its nvme_setup_cmd.
+bool Joiner::in_flight_at_admission(const Entry& h) const {
+    const Source& s = sources_[h.source];
+    const uint64_t t = h.anchor - static_cast<uint64_t>(s.offset_ns);  // its own clock
+    for (const auto& [key, spans] : s.followed)
+        for (const auto& [from, to] : spans)
+            if (from && t + kAdmitLead_ns >= from && t < from + kAdmitSlack_ns)
+                return true;
+    return false;
 }
 
 bool Joiner::take_lost_target(const Entry& h) {

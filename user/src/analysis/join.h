@@ -60,7 +60,8 @@ enum class Unmatched : uint8_t {
     not_found,         // inside the other recording, but not in it (records lost, cut)
     no_other_side,     // no recording of the other side
     other_controller,  // the other side's recordings are not of its controller
-    before_device,     // target: its controller's host device was not followed then
+    before_device,     // target: its controller's host device was not followed then; host:
+                       // no command id, in flight as a device of its recording was admitted
     failed_over,       // host: a failed-over request (its bios went again on another) that the
                        // target never had or never answered; target: one the target ran whose
                        // host request failed over before its answer came
@@ -195,6 +196,7 @@ private:
     };
     static constexpr size_t kLostKept = 65536;
     bool take_lost_target(const Entry& host);
+    bool in_flight_at_admission(const Entry& host) const;
 
     Options opts_;
     std::vector<Source> sources_;

@@ -660,6 +660,27 @@ TEST(Join, FailedOverRequestsAndTheTargetCommandsTheyLeft) {
     EXPECT_EQ(unmatched_key(Unmatched::failed_over), "failed_over");
 }
 
+// A namespace connected again: its head disk number was admitted before, its
+// new path disk only a little after the kernel read its partition table, so
+// such a read has its bio and completion but no nvme_setup_cmd (no command
+// id).  In flight as a device was admitted: not a loss; later, it would be.
+TEST(Join, HostCommandWithoutIdInFlightAsItsDeviceWasAdmitted) {
+    Joiner jn;
+    Joiner::Source host{Side::host, 1, 0, 0, UINT64_MAX, 0, {1}};
+    host.followed[{1, 1}] = {{0, 300'000'000}, {500'000'000, UINT64_MAX}};
+    size_t hs = jn.add_source(host);
+    jn.add_source({Side::target, 1, 0, 0, UINT64_MAX, 0, {}});
+    Command scan = host_cmd(480'000'000, 1, 1, 0, 50'000);
+    scan.has_cid = false;
+    jn.add(hs, scan);
+    Command later = host_cmd(900'000'000, 1, 2, 8, 50'000);
+    later.has_cid = false;
+    jn.add(hs, later);
+    JoinCounts jc = jn.join([](const Command&) {});
+    EXPECT_EQ(jc.host_unmatched[static_cast<size_t>(Unmatched::before_device)], 1u);
+    EXPECT_EQ(jc.host_unmatched[static_cast<size_t>(Unmatched::no_command_id)], 1u);
+}
+
 // A controller reset seen by the recorder a little late: a host command
 // between the reset and the recorder's look carries its disk's old id and
 // the next one; it matches the target command of either, never a third.
