@@ -259,6 +259,12 @@ public:
         args["cntlid"] = c.cntlid ? nlohmann::json(c.cntlid) : nlohmann::json();
         if (c.nsid)
             args["nsid"] = c.nsid;
+        if (c.failed_over) {  // its bios went again on a later request: the I/O is that one
+            name += " (failed over)";
+            args["failed_over"] = true;
+        }
+        if (c.attempts_before)
+            args["attempts_before"] = c.attempts_before;
         if (!layout->missing.empty())
             args["missing"] = layout->missing;
         std::vector<std::string> notes;

@@ -291,6 +291,61 @@ TEST_F(ExportTest, NoCompleteCommandsIsOnlyMetadata) {
     EXPECT_EQ(t["metadata"]["counts"]["commands"], 0);
 }
 
+// A request that failed over (block_rq_complete with no bytes left) is on the
+// timeline as such, and the request that sent its bio again says so.
+TEST_F(ExportTest, FailedOverRequestIsNamedAndItsRetryCounted) {
+    const std::string rec = dir_ / "failover.ntr";
+    RecordingWriter w = RecordingWriter::open(rec, {});
+    w.write_meta(synth::meta_for(o_, true, o_.host_start_ns));
+    std::vector<nvmetrace_rec> recs;
+    auto h = [&](uint16_t ev, uint64_t dt, uint16_t tag, uint16_t cid, uint32_t len = 4096) {
+        nvmetrace_rec r{};
+        r.ts = o_.host_start_ns + 1'000'000 + dt;
+        r.lba = 64;
+        r.dev = synth::kDev;
+        r.len = len;
+        r.event = ev;
+        r.opcode = 0x02;
+        if (ev != NVMETRACE_EV_BIO_QUEUE) {
+            r.qid = 1;
+            r.tag = tag;
+            r.flags = NVMETRACE_REC_HAS_QID;
+        }
+        if (ev == NVMETRACE_EV_NVME_SETUP) {
+            r.cid = cid;
+            r.aux = 1;
+            r.flags |= NVMETRACE_REC_HAS_CID;
+        }
+        recs.push_back(r);
+    };
+    h(NVMETRACE_EV_BIO_QUEUE, 0, 0, 0);
+    h(NVMETRACE_EV_NVME_SETUP, 1000, 3, 3);
+    h(NVMETRACE_EV_RQ_ISSUE, 2000, 3, 3);
+    h(NVMETRACE_EV_NVME_COMPLETE, 2'000'000, 3, 3);
+    h(NVMETRACE_EV_RQ_COMPLETE, 2'001'000, 3, 3, 0);  // its bio taken back
+    h(NVMETRACE_EV_NVME_SETUP, 9'000'000, 5, 5);
+    h(NVMETRACE_EV_RQ_ISSUE, 9'001'000, 5, 5);
+    h(NVMETRACE_EV_NVME_COMPLETE, 9'050'000, 5, 5);
+    h(NVMETRACE_EV_RQ_COMPLETE, 9'051'000, 5, 5);
+    w.append(recs);
+    w.close();
+    const std::string out = dir_ / "failover.json";
+    run({.files = {rec}, .output = out});
+    const nlohmann::json t = load(out);
+    std::vector<nlohmann::json> commands;
+    for (const auto& e : t["traceEvents"])
+        if (e["ph"] == "X" && e["cat"] == "command")
+            commands.push_back(e);
+    ASSERT_EQ(commands.size(), 2u);
+    EXPECT_THAT(commands[0]["name"].get<std::string>(), HasSubstr("(failed over)"));
+    EXPECT_EQ(commands[0]["args"]["failed_over"], true);
+    EXPECT_FALSE(commands[1]["args"].contains("failed_over"));
+    EXPECT_EQ(commands[1]["args"]["attempts_before"], 1);
+    // the I/O is timed from its bio, before the request that failed over
+    EXPECT_LT(commands[1]["ts"].get<double>(), commands[0]["ts"].get<double>() + 1);
+    nest(t["traceEvents"]);
+}
+
 TEST_F(ExportTest, MissingOrBadRecordingNamesTheFileAndWritesNothing) {
     const std::string out = dir_ / "bad.json";
     try {
