@@ -86,6 +86,30 @@ private:
     std::vector<nvmetrace_rec> buf_;
 };
 
+// A host record of a 4 KiB read of nvme0n1 (kDev): queue and tag from the
+// request's records on, the command id on nvme_setup_cmd's.
+inline nvmetrace_rec host_record(uint16_t ev, uint64_t ts, uint64_t lba, uint16_t qid, uint16_t tag,
+                                 uint16_t cid, uint32_t len = 4096) {
+    nvmetrace_rec r{};
+    r.ts = ts;
+    r.lba = lba;
+    r.dev = kDev;
+    r.len = len;
+    r.event = ev;
+    r.opcode = 0x02;
+    if (ev != NVMETRACE_EV_BIO_QUEUE) {
+        r.qid = qid;
+        r.tag = tag;
+        r.flags = NVMETRACE_REC_HAS_QID;
+    }
+    if (ev == NVMETRACE_EV_NVME_SETUP) {
+        r.cid = cid;
+        r.aux = 1;
+        r.flags |= NVMETRACE_REC_HAS_CID;
+    }
+    return r;
+}
+
 inline RecordingMeta meta_for(const Options& o, bool host, uint64_t start) {
     RecordingMeta m = make_recording_meta();
     m.hostname = host ? "synth-host" : "synth-target";
@@ -153,24 +177,7 @@ inline std::pair<uint64_t, uint64_t> write(const std::string& host_path,
         const uint64_t nvme_done = done + d(o.net_back), rq_done = nvme_done + d(o.host_complete);
         if (on_host) {
             auto h = [&](uint16_t ev, uint64_t ts) {
-                nvmetrace_rec r{};
-                r.ts = ts;
-                r.lba = lba;
-                r.dev = kDev;
-                r.len = 4096;
-                r.event = ev;
-                r.opcode = 0x02;
-                if (ev != NVMETRACE_EV_BIO_QUEUE) {
-                    r.qid = qid;
-                    r.tag = tag;
-                    r.flags = NVMETRACE_REC_HAS_QID;
-                }
-                if (ev == NVMETRACE_EV_NVME_SETUP) {
-                    r.cid = cid;
-                    r.aux = 1;
-                    r.flags |= NVMETRACE_REC_HAS_CID;
-                }
-                ho.add(r);
+                ho.add(host_record(ev, ts, lba, qid, tag, cid));
             };
             h(NVMETRACE_EV_BIO_QUEUE, t0);
             h(NVMETRACE_EV_NVME_SETUP, setup);

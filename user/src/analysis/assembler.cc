@@ -125,7 +125,7 @@ void Assembler::push(const nvmetrace_rec& rec) {
     counts_.records_host++;
     expire_waiting(rec.ts);
     expire_tail(rec.ts);
-    if (retry_count_)
+    if (!retries_.empty())
         expire_retries(rec.ts);
     auto op = static_cast<uint8_t>(rec_op(rec));
     if (rec.event == NVMETRACE_EV_FILE_SUBMIT) {
@@ -330,7 +330,6 @@ void Assembler::push_host_rq(const nvmetrace_rec& rec, int slot) {
 void Assembler::hold_retry(const Command& attempt) {
     retries_[WaitKey{attempt.lba, attempt.dev, static_cast<uint8_t>(attempt.op), 6}].push_back(
         attempt);
-    retry_count_++;
 }
 
 bool Assembler::take_retry(const WaitKey& key, Command& c) {
@@ -341,7 +340,6 @@ bool Assembler::take_retry(const WaitKey& key, Command& c) {
     it->second.pop_front();
     if (it->second.empty())
         retries_.erase(it);
-    retry_count_--;
     // what came before the block layer's request: the bio, the file submission
     for (EventMask m = a.present; m; m &= m - 1) {
         const auto s = static_cast<size_t>(std::countr_zero(m));
@@ -362,7 +360,6 @@ void Assembler::expire_retries(uint64_t now) {
         while (!q.empty() && q.front().last_ts() + bio_horizon_ns_ < now) {
             counts_.failovers_unsent++;
             q.pop_front();
-            retry_count_--;
         }
         it = q.empty() ? retries_.erase(it) : std::next(it);
     }
@@ -496,9 +493,9 @@ void Assembler::finish() {
     }
     host_.clear();
     target_.clear();
-    counts_.failovers_unsent += retry_count_;
+    for (const auto& [key, q] : retries_)
+        counts_.failovers_unsent += q.size();
     retries_.clear();
-    retry_count_ = 0;
     for (const auto& [key, q] : waiting_)
         (key.kind == 0   ? counts_.bios_unmatched
          : key.kind == 1 ? counts_.inserts_unmatched

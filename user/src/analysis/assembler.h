@@ -294,7 +294,6 @@ private:
     uint64_t next_tail_id_ = 0;
     // failed-over requests awaiting their bios' next request (kind 6), oldest first
     std::unordered_map<WaitKey, std::deque<Command>, WaitKeyHash> retries_;
-    size_t retry_count_ = 0;
 };
 
 // Merges per-CPU streams, each already in ts order, into one in ts order

@@ -199,9 +199,9 @@ void Joiner::set_window(size_t source, uint64_t first_ts, uint64_t last_ts) {
     sources_.at(source).last_ts = last_ts;
 }
 
-bool Joiner::compatible(const Entry& h, const Entry& t) const {
-    return !h.cmd.cntlid || h.cmd.cntlid == t.cmd.cntlid ||
-           (h.cmd.cntlid_next && h.cmd.cntlid_next == t.cmd.cntlid);
+bool Joiner::compatible(const Command& h, uint16_t target_cntlid) {
+    return !h.cntlid || h.cntlid == target_cntlid ||
+           (h.cntlid_next && h.cntlid_next == target_cntlid);
 }
 
 void Joiner::match(Entry& h, Entry& t, const Sink& sink) {
@@ -236,7 +236,7 @@ void Joiner::push(size_t source, const Command& cmd, const Sink& sink) {
         size_t candidates = 0;
         for (auto it = lo; it != hi; ++it) {
             Entry& o = other.q[it->second - other.base];
-            if (!(me == 0 ? compatible(e, o) : compatible(o, e)))
+            if (!(me == 0 ? compatible(e.cmd, o.cmd.cntlid) : compatible(o.cmd, e.cmd.cntlid)))
                 continue;
             candidates++;
             uint64_t d = o.anchor > e.anchor ? o.anchor - e.anchor : e.anchor - o.anchor;
@@ -350,9 +350,7 @@ bool Joiner::take_lost_target(const Entry& h) {
     const Key k = key_of(h.cmd);
     for (auto it = lost_target_.rbegin(); it != lost_target_.rend(); ++it) {
         const uint64_t d = it->anchor > h.anchor ? it->anchor - h.anchor : h.anchor - it->anchor;
-        if (it->key == k && d <= opts_.window_ns &&
-            (!h.cmd.cntlid || h.cmd.cntlid == it->cntlid ||
-             (h.cmd.cntlid_next && h.cmd.cntlid_next == it->cntlid))) {
+        if (it->key == k && d <= opts_.window_ns && compatible(h.cmd, it->cntlid)) {
             lost_target_.erase(std::next(it).base());
             return true;
         }

@@ -180,7 +180,8 @@ private:
     };
 
     static Key key_of(const Command& c);
-    bool compatible(const Entry& host, const Entry& target) const;
+    // A host command may pair with a target command of this controller id.
+    static bool compatible(const Command& host, uint16_t target_cntlid);
     void emit_unmatched(Entry& e, int side, const Sink& sink);
     void evict(uint64_t now, const Sink& sink);
     void match(Entry& host, Entry& target, const Sink& sink);

@@ -299,24 +299,8 @@ TEST_F(ExportTest, FailedOverRequestIsNamedAndItsRetryCounted) {
     w.write_meta(synth::meta_for(o_, true, o_.host_start_ns));
     std::vector<nvmetrace_rec> recs;
     auto h = [&](uint16_t ev, uint64_t dt, uint16_t tag, uint16_t cid, uint32_t len = 4096) {
-        nvmetrace_rec r{};
-        r.ts = o_.host_start_ns + 1'000'000 + dt;
-        r.lba = 64;
-        r.dev = synth::kDev;
-        r.len = len;
-        r.event = ev;
-        r.opcode = 0x02;
-        if (ev != NVMETRACE_EV_BIO_QUEUE) {
-            r.qid = 1;
-            r.tag = tag;
-            r.flags = NVMETRACE_REC_HAS_QID;
-        }
-        if (ev == NVMETRACE_EV_NVME_SETUP) {
-            r.cid = cid;
-            r.aux = 1;
-            r.flags |= NVMETRACE_REC_HAS_CID;
-        }
-        recs.push_back(r);
+        recs.push_back(
+            synth::host_record(ev, o_.host_start_ns + 1'000'000 + dt, 64, 1, tag, cid, len));
     };
     h(NVMETRACE_EV_BIO_QUEUE, 0, 0, 0);
     h(NVMETRACE_EV_NVME_SETUP, 1000, 3, 3);
