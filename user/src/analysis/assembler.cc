@@ -125,8 +125,10 @@ void Assembler::push(const nvmetrace_rec& rec) {
     counts_.records_host++;
     expire_waiting(rec.ts);
     expire_tail(rec.ts);
-    if (!retries_.empty())
+    if (!retries_.empty() && rec.ts >= next_retry_expiry_) {
         expire_retries(rec.ts);
+        next_retry_expiry_ = rec.ts + kRetryExpiryStepNs;
+    }
     auto op = static_cast<uint8_t>(rec_op(rec));
     if (rec.event == NVMETRACE_EV_FILE_SUBMIT) {
         push_waiting(rec, WaitKey{rec.lba, devices_.head(rec.dev, rec.ts), op, 2});
@@ -282,7 +284,7 @@ void Assembler::push_host_rq(const nvmetrace_rec& rec, int slot) {
             c.present |= EventMask{1} << s;
             f.max_rank = kEvents[s].rank;
         }
-        if (take_retry(WaitKey{rec.lba, c.dev, op, 6}, c)) {
+        if (take_retry(WaitKey{rec.lba, c.dev, op, 6}, WaitKey{rec.lba, c.dev, op, 0}, c)) {
             // the bios of a request that failed over: queued before that one
         } else if (take_latest(WaitKey{rec.lba, c.dev, op, 0}, rec.ts, &w)) {
             int s = event_slot(NVMETRACE_EV_BIO_QUEUE);
@@ -332,9 +334,15 @@ void Assembler::hold_retry(const Command& attempt) {
         attempt);
 }
 
-bool Assembler::take_retry(const WaitKey& key, Command& c) {
+// The bios nvme multipath took back wait on the head's requeue list with
+// those submitted while no path was live, and go again in the order they
+// came: a bio queued before the attempt failed goes first.
+bool Assembler::take_retry(const WaitKey& key, const WaitKey& bio_key, Command& c) {
     auto it = retries_.find(key);
     if (it == retries_.end())
+        return false;
+    if (auto b = waiting_.find(bio_key);
+        b != waiting_.end() && b->second.front().ts < it->second.front().last_ts())
         return false;
     const Command a = std::move(it->second.front());
     it->second.pop_front();
@@ -357,7 +365,7 @@ bool Assembler::take_retry(const WaitKey& key, Command& c) {
 void Assembler::expire_retries(uint64_t now) {
     for (auto it = retries_.begin(); it != retries_.end();) {
         auto& q = it->second;
-        while (!q.empty() && q.front().last_ts() + bio_horizon_ns_ < now) {
+        while (!q.empty() && q.front().last_ts() + kRetryHoldNs < now) {
             counts_.failovers_unsent++;
             q.pop_front();
         }

@@ -130,7 +130,7 @@ struct AssemblyCounts {
     uint64_t lost_in_gap = 0;           // overlapped a drop run and lacked a record of its
                                         // path: may have lost it (left out)
     uint64_t failovers_unsent = 0;      // failed-over requests whose bios were not seen on a
-                                        // later request within the horizon
+                                        // later request within kRetryHoldNs
     std::vector<GapRun> gaps;           // the drop runs, in the order their markers came
     uint64_t first_ts = 0, last_ts = 0;  // of all records
 
@@ -186,6 +186,11 @@ public:
     // before it is counted as unmatched and dropped (bounds the memory when
     // bios are merged into requests started by another LBA).
     static constexpr uint64_t kDefaultBioHorizonNs = 5'000'000'000ull;
+    // A failed-over request waits this long for the request that sends its
+    // bios again: nvme multipath keeps them until a path is live, which may
+    // be after a reconnect, or until the controller is given up
+    // (ctrl_loss_tmo, 600 s unless set).
+    static constexpr uint64_t kRetryHoldNs = 900'000'000'000ull;
 
     Assembler(const DeviceTable& devices, Sink sink,
               uint64_t bio_horizon_ns = kDefaultBioHorizonNs);
@@ -261,7 +266,7 @@ private:
     // a bio's queueing once).  The later request takes what came before the
     // block layer's request from it: the bio, the file submission.
     void hold_retry(const Command& attempt);
-    bool take_retry(const WaitKey& key, Command& c);
+    bool take_retry(const WaitKey& key, const WaitKey& bio_key, Command& c);
     void expire_retries(uint64_t now);
 
     const DeviceTable& devices_;
@@ -294,6 +299,9 @@ private:
     uint64_t next_tail_id_ = 0;
     // failed-over requests awaiting their bios' next request (kind 6), oldest first
     std::unordered_map<WaitKey, std::deque<Command>, WaitKeyHash> retries_;
+    // held retries are looked over once a second of recording, not per record
+    static constexpr uint64_t kRetryExpiryStepNs = 1'000'000'000ull;
+    uint64_t next_retry_expiry_ = 0;
 };
 
 // Merges per-CPU streams, each already in ts order, into one in ts order

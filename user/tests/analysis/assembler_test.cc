@@ -420,25 +420,72 @@ TEST_F(AssemblerTest, FailedOverRequestHandsItsBiosToTheNextRequest) {
 }
 
 // A request whose bios failed over and never came again (the path never came
-// back within the horizon, or the recording ended): counted, not invented.
+// back within the hold, or the recording ended): counted, not invented.
 TEST_F(AssemblerTest, FailoverNeverSentAgainIsCounted) {
+    constexpr uint64_t kLater = Assembler::kRetryHoldNs + 10'000;
     feed({bio(100, 8, kNvme1n1), host(NVMETRACE_EV_NVME_SETUP, 200, 5, 8, false, kNvme1c1n1),
           host(NVMETRACE_EV_RQ_COMPLETE, 950, 5, 8, false, kNvme1c1n1, 1, 0)});
     // another sector's command long after: the failed-over bios expired
-    feed(host_command(Assembler::kDefaultBioHorizonNs + 10'000, 3, 64));
+    feed(host_command(kLater, 3, 64));
     ASSERT_EQ(out.size(), 2u);
     EXPECT_TRUE(out[0].failed_over);
     EXPECT_FALSE(out[1].failed_over);
     EXPECT_EQ(out[1].attempts_before, 0u);
     EXPECT_EQ(assembler.counts().failovers_unsent, 1u);
     // one still waiting at the end is counted at finish()
-    feed({bio(Assembler::kDefaultBioHorizonNs + 90'000, 16, kNvme1n1),
-          host(NVMETRACE_EV_NVME_SETUP, Assembler::kDefaultBioHorizonNs + 90'100, 6, 16, false,
-               kNvme1c1n1),
-          host(NVMETRACE_EV_RQ_COMPLETE, Assembler::kDefaultBioHorizonNs + 90'500, 6, 16, false,
-               kNvme1c1n1, 1, 0)});
+    feed({bio(kLater + 90'000, 16, kNvme1n1),
+          host(NVMETRACE_EV_NVME_SETUP, kLater + 90'100, 6, 16, false, kNvme1c1n1),
+          host(NVMETRACE_EV_RQ_COMPLETE, kLater + 90'500, 6, 16, false, kNvme1c1n1, 1, 0)});
     assembler.finish();
     EXPECT_EQ(assembler.counts().failovers_unsent, 2u);
+}
+
+// The link was down for longer than a bio waits for its request: the bios
+// go again after the reconnect, seconds later, and are still the same I/O.
+// Bios of the sector queued on the head while no path was live go after
+// them; one queued before the request failed goes before them.
+TEST_F(AssemblerTest, FailedOverBiosWaitForTheReconnectInTheirOrder) {
+    constexpr uint64_t kDown = 3 * Assembler::kDefaultBioHorizonNs;
+    auto on_path = [](uint16_t ev, uint64_t ts, uint16_t tag, uint32_t len = 4096) {
+        return host(ev, ts, tag, 8, false, kNvme1c1n1, 1, len);
+    };
+    feed({bio(100, 8, kNvme1n1), on_path(NVMETRACE_EV_NVME_SETUP, 200, 5),
+          on_path(NVMETRACE_EV_RQ_COMPLETE, 950, 5, 0)});
+    // other I/O goes on meanwhile (another head): the bios wait
+    feed(host_command(kDown / 2, 3, 64));
+    // a new bio of the sector while no path is live, then the path is back
+    feed({bio(kDown - 1'000, 8, kNvme1n1), on_path(NVMETRACE_EV_NVME_SETUP, kDown, 9),
+          on_path(NVMETRACE_EV_RQ_COMPLETE, kDown + 50, 9),
+          on_path(NVMETRACE_EV_NVME_SETUP, kDown + 100, 10),
+          on_path(NVMETRACE_EV_RQ_COMPLETE, kDown + 150, 10)});
+    ASSERT_EQ(out.size(), 4u);
+    EXPECT_TRUE(out[0].failed_over);
+    EXPECT_EQ(out[2].attempts_before, 1u);
+    EXPECT_EQ(out[2].at(slot(NVMETRACE_EV_BIO_QUEUE)), 100u);
+    EXPECT_EQ(out[3].attempts_before, 0u);
+    EXPECT_EQ(out[3].at(slot(NVMETRACE_EV_BIO_QUEUE)), kDown - 1'000);
+    assembler.finish();
+    EXPECT_EQ(assembler.counts().failovers_unsent, 0u);
+    EXPECT_EQ(assembler.counts().bios_unmatched, 0u);
+}
+
+// A bio of the sector queued before the request failed goes before its bios.
+TEST_F(AssemblerTest, BioQueuedBeforeTheFailoverGoesFirst) {
+    constexpr uint64_t kDown = 1'000'000;
+    feed({bio(kDown + 1'000, 16, kNvme1n1),
+          host(NVMETRACE_EV_NVME_SETUP, kDown + 1'100, 11, 16, false, kNvme1c1n1),
+          bio(kDown + 1'200, 16, kNvme1n1)});
+    feed({host(NVMETRACE_EV_RQ_COMPLETE, kDown + 1'500, 11, 16, false, kNvme1c1n1, 1, 0),
+          host(NVMETRACE_EV_NVME_SETUP, kDown + 2'000, 12, 16, false, kNvme1c1n1),
+          host(NVMETRACE_EV_RQ_COMPLETE, kDown + 2'050, 12, 16, false, kNvme1c1n1),
+          host(NVMETRACE_EV_NVME_SETUP, kDown + 2'100, 13, 16, false, kNvme1c1n1),
+          host(NVMETRACE_EV_RQ_COMPLETE, kDown + 2'150, 13, 16, false, kNvme1c1n1)});
+    ASSERT_EQ(out.size(), 3u);
+    EXPECT_TRUE(out[0].failed_over);
+    EXPECT_EQ(out[1].attempts_before, 0u);
+    EXPECT_EQ(out[1].at(slot(NVMETRACE_EV_BIO_QUEUE)), kDown + 1'200);
+    EXPECT_EQ(out[2].attempts_before, 1u);
+    EXPECT_EQ(out[2].at(slot(NVMETRACE_EV_BIO_QUEUE)), kDown + 1'000);
 }
 
 TEST_F(AssemblerTest, SchedulerInsertWithoutTagIsAttached) {
