@@ -79,12 +79,16 @@ dev_reads() {
 dev_reads_above() { [ "$(dev_reads "$1")" -gt "$2" ]; }
 # io_flowing DEV [SECS [N]]: wait (default 120 s) until DEV completes N (default 1) reads
 # from now on: a workload started in the background is doing I/O (fio takes seconds to
-# start under TCG)
+# start under TCG). Fails as soon as the background fio ($FIO_PID, when it runs at the
+# call) has ended short of them: no wait for reads that can no longer come.
 io_flowing() {
-	local r0
+	local r0 pid=
 	r0=$(dev_reads "$1") || return 1
-	wait_for "${2:-120}" dev_reads_above "$1" $((r0 + ${3:-1} - 1))
+	[ -n "${FIO_PID:-}" ] && kill -0 "$FIO_PID" 2>/dev/null && pid=$FIO_PID
+	wait_for "${2:-120}" reads_or_ended "$1" $((r0 + ${3:-1} - 1)) "$pid" || return 1
+	dev_reads_above "$1" $((r0 + ${3:-1} - 1))
 }
+reads_or_ended() { dev_reads_above "$1" "$2" || { [ -n "$3" ] && ! kill -0 "$3" 2>/dev/null; }; }
 
 # recorder_started OUT [SECS]: wait (default 120 s) until an `nvmetrace record` writing to OUT
 # says it records, or the module says a recording is on (its hooks are attached then);
