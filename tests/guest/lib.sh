@@ -238,6 +238,32 @@ nvmet_teardown() {
 	modprobe -r nvmet_tcp nvmet null_blk 2>/dev/null || true
 }
 
+# modules_snapshot: /proc/modules, with each module's address, into $RESULTS/modules.txt;
+# taken while the scenario's modules are loaded, it lets kmemleak_judge put the bare
+# addresses a module leaves in a leak's backtrace once unloaded back to that module
+modules_snapshot() { cat /proc/modules >"$RESULTS/modules.txt"; }
+# kmemleak_judge [--expect ID]: where the kernel has kmemleak, scan (after the teardown) and
+# judge each unreferenced object (tests/guest/kmemleak.py, into kmemleak-judged.txt): fail
+# on one of nvmetrace's or one that is no known kernel leak (tests/guest/kernel-leaks);
+# the lane lets kmemleak's report line pass when every object it reported is known.
+# --expect ID (a control): fail unless the kernel shows leak ID.
+kmemleak_judge() {
+	local KML=/sys/kernel/debug/kmemleak rc=0
+	[ -e $KML ] || mount -t debugfs none /sys/kernel/debug 2>/dev/null || true
+	[ -w $KML ] || return 0
+	[ -s "$RESULTS/modules.txt" ] || fail "kmemleak_judge: no modules_snapshot taken"
+	# an object is reported once a scan found it unreferenced and old enough: two scans
+	echo scan >$KML
+	sleep 1
+	echo scan >$KML
+	cat $KML >"$RESULTS/kmemleak.txt"
+	python3 "$NVMETRACE_SRC/tests/guest/kmemleak.py" "$RESULTS/modules.txt" "$RESULTS/kmemleak.txt" \
+		"$NVMETRACE_SRC/tests/guest/kernel-leaks" --release "$(uname -r)" "$@" \
+		>"$RESULTS/kmemleak-judged.txt" 2>&1 || rc=$?
+	log "$(tail -n 1 "$RESULTS/kmemleak-judged.txt")"
+	[ $rc -eq 0 ] || { cat "$RESULTS/kmemleak-judged.txt"; fail "kmemleak: see kmemleak-judged.txt"; }
+}
+
 # run_fio NAME FIO-ARGS... (returns fio's exit status; JSON in $RESULTS/NAME.json)
 run_fio() {
 	local name=$1; shift

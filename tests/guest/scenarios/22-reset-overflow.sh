@@ -11,7 +11,8 @@
 # the module's status), and report's "lost" line says the same records and overflows; the
 # report still holds commands from before and after the reconnect; the module unloads. A
 # splat of any kind (KASAN, lockdep, atomic sleep on a debug kernel) fails the scenario, and
-# where kmemleak is on, a leak whose trace names nvmetrace fails it too.
+# where kmemleak is on, a leak that is nvmetrace's or no known kernel leak fails it too
+# (kmemleak_judge).
 # lane-timeout: 300
 # lane-tcg: multi (rings overflow while both vCPUs write to them at once)
 . "$NVMETRACE_SRC/tests/guest/lib.sh"
@@ -100,16 +101,11 @@ cat "$RESULTS/record.out"
 # and report) is 22-reset-overflow.check's, on the lane's machine
 echo "$dev $dev2" >"$RESULTS/devs"
 
+modules_snapshot
 rmmod nvmetrace || fail "rmmod failed"
 nvme_disconnect_all
 nvmet_teardown
-
-KML=/sys/kernel/debug/kmemleak
-[ -e $KML ] || mount -t debugfs none /sys/kernel/debug 2>/dev/null || true
-if [ -w $KML ]; then
-	echo scan >$KML; sleep 1; echo scan >$KML
-	cat $KML >"$RESULTS/kmemleak.txt"
-	log "kmemleak: $(grep -c 'unreferenced object' "$RESULTS/kmemleak.txt") unreferenced objects in all"
-	grep -q nvmetrace "$RESULTS/kmemleak.txt" && fail "kmemleak: a leak with nvmetrace in its trace"
-fi
+# nvmet of 6.12 leaks the namespace disabled under I/O above: known, shown without nvmetrace
+# by tests/guest/debug/nvmet-ns-leak.sh
+kmemleak_judge
 log "ok"
