@@ -223,9 +223,13 @@ void Joiner::match(Entry& h, Entry& t, const Sink& sink) {
 void Joiner::push(size_t source, const Command& cmd, const Sink& sink) {
     const Source& src = sources_.at(source);
     const int me = src.side == Side::host ? 0 : 1;
-    Entry e{cmd, static_cast<uint32_t>(source), false, 0};
+    Entry e{cmd, static_cast<uint32_t>(source), false, 0, 0};
     e.anchor = join_anchor(cmd) + static_cast<uint64_t>(me == 0 ? src.offset_ns : 0);
     const uint64_t done = cmd.last_ts() + static_cast<uint64_t>(me == 0 ? src.offset_ns : 0);
+    // A command waits from its end, not its start: one that took longer than
+    // the window (held through a controller reset) still meets its partner,
+    // which ends about when it does.
+    e.until = std::max(done, e.anchor) + opts_.window_ns;
     (me == 0 ? jc_.host : jc_.target)++;
     if (jc_.active && (me == 1 || cmd.has_cid)) {
         // The partner: same key, same controller, nearest the expected time.
@@ -365,7 +369,7 @@ void Joiner::evict(uint64_t now, const Sink& sink) {
         while (!p.q.empty()) {
             Entry& e = p.q.front();
             if (!e.done) {
-                if (e.anchor + opts_.window_ns >= now)
+                if (e.until >= now)
                     break;
                 auto [lo, hi] = p.index.equal_range(key_of(e.cmd));
                 for (auto it = lo; it != hi; ++it)

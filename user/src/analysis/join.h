@@ -171,6 +171,7 @@ private:
         uint32_t source;
         bool done;
         uint64_t anchor;  // on the target's clock
+        uint64_t until;   // waits for its partner until then: its end plus the window
     };
     struct Side_ {
         std::deque<Entry> q;  // arrival order; q[i] has id base + i

@@ -571,6 +571,30 @@ TEST(Join, CommandIdReuseIsResolvedByOrderWithinTheQueue) {
     EXPECT_EQ(nets, (std::vector<int64_t>{2'000, 10'000, 10'000, 10'000}));
 }
 
+// A command held longer than the join window (through a controller reset
+// under load: 2.03 s where the window is 2 s) meets its partner: both end
+// about together, and each waits from its end, not its start.  Other
+// commands go on meanwhile and are handed on as they end.
+TEST(Join, CommandsLongerThanTheWindowStillMeet) {
+    Joiner jn;
+    size_t hs = jn.add_source({Side::host, 1, 0, 0, UINT64_MAX, 0, {}});
+    size_t ts = jn.add_source({Side::target, 1, 0, 0, UINT64_MAX, 0, {}});
+    constexpr uint64_t kHeld = 3'000'000'000;  // > the 2 s window
+    jn.add(hs, host_cmd(1'000'000, 2, 7, 64, kHeld));
+    jn.add(ts, target_cmd(1'004'000, 2, 7, 64, kHeld - 10'000));
+    for (uint16_t i = 0; i < 40; i++) {  // the other queue, 100 ms apart
+        const uint64_t t0 = 1'000'000 + i * 100'000'000ull;
+        jn.add(hs, host_cmd(t0, 1, i, 8 * i, 50'000));
+        jn.add(ts, target_cmd(t0 + 4'000, 1, i, 8 * i, 40'000));
+    }
+    size_t joined = 0;
+    JoinCounts jc = jn.join([&](const Command& c) { joined += view_of(c) == View::joined; });
+    EXPECT_EQ(jc.matched, 41u);
+    EXPECT_EQ(joined, 41u);
+    EXPECT_EQ(jc.host_unmatched[static_cast<size_t>(Unmatched::not_found)], 0u);
+    EXPECT_EQ(jc.target_unmatched[static_cast<size_t>(Unmatched::not_found)], 0u);
+}
+
 TEST(Join, UnmatchedBothWaysWithReasons) {
     Joiner jn;
     // the target recording covers [5.0 ms, 5.6 ms] of its clock
