@@ -515,6 +515,31 @@ TEST_F(AssemblerTest, CommandsOfADiskThatWentAwayAreIncompleteForThatReason) {
     EXPECT_TRUE(out.empty());
 }
 
+// A reconnect gave the path's controller another id; the recorder saw it
+// 2.6 s later (a loaded debug kernel).  A command in between carries the
+// old id and the new one; one long before, only the old.
+TEST_F(AssemblerTest, CommandsBeforeAControllerChangeWasSeenCarryTheNextId) {
+    constexpr uint64_t kSeen = 10'000'000'000;
+    devices.add_path(kNvme1c1n1, kNvme1n1, "nvme1c1n1", 1);
+    devices.add_path(kNvme1c1n1, kNvme1n1, "nvme1c1n1", 2, kSeen);
+    auto command = [](uint64_t t0, uint16_t tag, uint64_t lba) {
+        return std::vector<nvmetrace_rec>{
+            bio(t0, lba, kNvme1n1),
+            host(NVMETRACE_EV_NVME_SETUP, t0 + 100, tag, lba, false, kNvme1c1n1),
+            host(NVMETRACE_EV_RQ_COMPLETE, t0 + 900, tag, lba, false, kNvme1c1n1)};
+    };
+    feed(command(kSeen - 6'000'000'000, 1, 8));
+    feed(command(kSeen - 2'600'000'000, 2, 16));
+    feed(command(kSeen + 1'000, 3, 24));
+    ASSERT_EQ(out.size(), 3u);
+    EXPECT_EQ(out[0].cntlid, 1u);
+    EXPECT_EQ(out[0].cntlid_next, 0u);
+    EXPECT_EQ(out[1].cntlid, 1u);
+    EXPECT_EQ(out[1].cntlid_next, 2u);
+    EXPECT_EQ(out[2].cntlid, 2u);
+    EXPECT_EQ(out[2].cntlid_next, 0u);
+}
+
 TEST_F(AssemblerTest, CutCommandsAreCountedNotEmitted) {
     // Starts before the recording: no bio, first record is the issue.
     feed({host(NVMETRACE_EV_RQ_ISSUE, 100, 1, 10), host(NVMETRACE_EV_NVME_COMPLETE, 300, 1, 10),
