@@ -5,7 +5,9 @@
 
 Every fio I/O is one reported host command of an io_uring path (recorded at 1 of 1, so all of
 them), with the path the job asked for: io-wq for --force_async, the SQPOLL thread for
---sqthread_poll, else the inline issue in io_uring_enter(). Every group says what its end to
+--sqthread_poll, else the inline issue in io_uring_enter(); of an inline or SQPOLL job, a
+command the kernel issued again from io-wq after EAGAIN counts as that, and at least half of
+them must have taken the path asked for. Every group says what its end to
 end spans: a group from the io_uring_enter() entry to its return reaches user space; one whose
 reap is not seen says so. Prints the report's end to end beside fio's mean lat, per group and
 over the commands whose span reaches user space. Exit 1 with the reasons when a check fails.
@@ -34,8 +36,15 @@ def main():
             "io_uring, SQPOLL" if opts.get("sqthread_poll") else "io_uring")
     n_path = sum(g["n"] for g in groups if g["span"]["interface"] == want)
     n_all = sum(g["n"] for g in groups)
+    # An inline (or SQPOLL) issue whose bio would have blocked comes back EAGAIN and the
+    # kernel issues it again from io-wq: such a command is reported on the io-wq path, as
+    # it went. A loaded machine sees a few (writes at QD16 waiting for a request); the
+    # path the job asked for still has to be most of them.
+    n_punted = (sum(g["n"] for g in groups if g["span"]["interface"] == "io_uring, io-wq")
+                if want != "io_uring, io-wq" else 0)
     print(f"{name}: fio {ios} I/Os, mean lat {fio_lat_us:.1f} us; report {n_all} host commands, "
-          f"{n_path} of them by {want}")
+          f"{n_path} of them by {want}"
+          + (f", {n_punted} issued again by io-wq after EAGAIN" if n_punted else ""))
     for g in groups:
         sp = g["span"]
         stages = ", ".join(f"{s['name']} {s['mean_us']:.1f}" for s in g["stages"])
@@ -45,8 +54,11 @@ def main():
         print(f"    stages (mean us): {stages}")
     if n_all != ios:
         bad.append(f"the report has {n_all} host commands, fio did {ios} I/Os")
-    if n_path != ios:
-        bad.append(f"{ios - n_path} of fio's I/Os are not reported as {want}")
+    if n_path + n_punted != ios:
+        bad.append(f"{ios - n_path - n_punted} of fio's I/Os are reported neither as {want} nor "
+                   f"as issued again by io-wq")
+    if n_path < 0.5 * ios:
+        bad.append(f"only {n_path} of fio's {ios} I/Os are reported as {want}")
     user = [g for g in groups if g["span"]["user_space"]]
     n_user = sum(g["n"] for g in user)
     if user:
@@ -73,6 +85,8 @@ def main():
             bad.append(f"only {queued} of {n_all} io-wq commands have a 'queued in io-wq' stage")
     elif opts.get("sqthread_poll"):
         for g in groups:
+            if g["span"]["interface"] != want:
+                continue
             if g["span"]["user_space"] or "not seen" not in g["span"]["note"]:
                 bad.append(f"{g['label']}: SQPOLL's reap is unseen, the group does not say so")
     elif opts.get("iodepth") == "1" and n_user < 0.95 * ios:
