@@ -8,11 +8,14 @@
 #                     QEMU, an NVMe/TCP target and host, fio, nvmetrace recording, report
 #   make check        every test (tests/run): unit, KUnit, DKMS for 6.1, 6.12, 7.2 and 7.3, every
 #                     guest scenario on 6.1 and 6.12 and a core set on 7.2 and 7.3, the A/B
-#                     test, and check-debug's scenarios when the debug kernel is cached
+#                     test, and check-debug's scenarios on each debug kernel that is cached
 #   make check-all    the same with every guest scenario on all four kernel lines
 #   make check-debug  reliability scenarios on a KASAN/lockdep/kmemleak kernel built from
 #                     Debian's 6.12 source (tests/check-debug; builds the kernel when absent)
 #   make debug-kernel build that kernel into the cache (hours on 2 cores; once)
+#   make check-kcsan  the same scenarios on a KCSAN (data-race detector) kernel of that source
+#                     (tests/check-debug --kcsan; builds the kernel when absent)
+#   make kcsan-kernel build that kernel into the cache (once)
 #   make bench        overhead and speed benchmarks (ratios measured side by side):
 #                     tools/bench (tracing overhead), tools/bench-io (nvmetrace bench vs fio),
 #                     then bench-record and bench-join
@@ -33,7 +36,7 @@ BUILD ?= $(CURDIR)/build
 PREFIX ?= /usr/local
 export NVMETRACE_BUILD := $(BUILD)
 
-.PHONY: all deps module tool check check-all check-debug debug-kernel demo bench bench-record bench-join fuzz install dkms-install clean
+.PHONY: all deps module tool check check-all check-debug debug-kernel check-kcsan kcsan-kernel demo bench bench-record bench-join fuzz install dkms-install clean
 
 all: module tool
 
@@ -64,6 +67,13 @@ check-debug:
 debug-kernel:
 	tools/kbuild path debug612 >/dev/null 2>&1 || \
 		tools/kbuild build --name debug612 --src debian:6.12 --debug
+
+check-kcsan:
+	tests/check-debug --kcsan
+
+kcsan-kernel:
+	tools/kbuild path kcsan612 >/dev/null 2>&1 || \
+		tools/kbuild build --name kcsan612 --src debian:6.12 --config tools/kbuild.d/kcsan.config
 
 demo:
 	tools/demo
