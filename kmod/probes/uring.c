@@ -37,8 +37,11 @@
  * A reap from the mapped CQ ring without a system call is invisible to the
  * kernel.  URING_REAP says whether its CQE was posted before the
  * io_uring_enter() call began: then user space may have taken it from the
- * ring earlier, and the return is only an upper bound (the analysis does
- * not use it as the reap).
+ * ring earlier, and the return is only an upper bound; and whether the call
+ * waited for completions at all: one with min_complete 0 only submits (fio's
+ * commit at QD > 1), its caller takes the CQEs it posted from the ring when
+ * it next looks, and the return is only a lower bound.  The analysis uses
+ * neither as the reap.
  *
  * All state is O(1) tables written without locks; a collision or a race
  * loses a time or a record, never more.
@@ -312,6 +315,7 @@ static void probe_complete(void *data, void *ctx, void *reqp)
 struct uring_enter {
 	u64 ts;
 	bool getevents;
+	bool waits;	/* min_complete > 0: its return hands CQEs to a waiter */
 };
 
 static int krp_enter_entry(struct kretprobe_instance *ri, struct pt_regs *regs)
@@ -327,6 +331,8 @@ static int krp_enter_entry(struct kretprobe_instance *ri, struct pt_regs *regs)
 	uring_task_own(t, e->ts, NULL, 0, false);
 	/* the fourth system call argument is in r10 (rcx is the return address) */
 	e->getevents = uregs->r10 & IORING_ENTER_GETEVENTS;
+	/* the third is min_complete: a call for none only submits */
+	e->waits = (u32)uregs->dx != 0;
 	/* the CQEs it waits for are mostly posted while it waits */
 	return e->getevents ? 0 : 1;
 }
@@ -358,7 +364,8 @@ static int krp_enter_return(struct kretprobe_instance *ri, struct pt_regs *regs)
 		emit(NVMETRACE_EV_URING_REAP, lba, dev, 0, 0, 0, 0, 0, op,
 		     op == nvme_cmd_write ? NVMETRACE_REC_WRITE : 0,
 		     (u64)current->pid |
-		     (posted < e->ts ? NVMETRACE_URING_REAP_LATE : 0));
+		     (posted < e->ts ? NVMETRACE_URING_REAP_LATE : 0) |
+		     (e->waits ? 0 : NVMETRACE_URING_REAP_NOWAIT));
 	}
 	return 0;
 }

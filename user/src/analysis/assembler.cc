@@ -555,9 +555,12 @@ void Assembler::push_aio_reap(const nvmetrace_rec& rec, int slot) {
         return;
     }
     Command& c = tail_cmds_.at(id);
-    if (rec.event == NVMETRACE_EV_URING_REAP && (rec.aux & NVMETRACE_URING_REAP_LATE)) {
-        // posted before the io_uring_enter() call that returned: user space
-        // may have taken it from the mapped ring earlier, unseen
+    if (rec.event == NVMETRACE_EV_URING_REAP &&
+        (rec.aux & (NVMETRACE_URING_REAP_LATE | NVMETRACE_URING_REAP_NOWAIT))) {
+        // posted before the io_uring_enter() call that returned (user space
+        // may have taken it from the mapped ring earlier), or returned by a
+        // call that did not wait for it (user space takes it from the ring
+        // when it next looks): either way unseen
         c.reap_unseen = true;
     } else {
         c.ts[slot] = rec.ts;

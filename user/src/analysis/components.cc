@@ -378,7 +378,8 @@ Span span_of(const Layout& l, SubmitPath path, bool reap_unseen) {
         case NVMETRACE_EV_URING_CQE:
             s.to = "the CQE posted";
             notes.push_back(reap_unseen ? "its reap is not seen (taken from the mapped CQ ring "
-                                          "without a system call, or posted by an io thread)"
+                                          "with no system call waiting for it, or posted by an "
+                                          "io thread)"
                                         : "its reap is not recorded");
             break;
         case NVMETRACE_EV_AIO_COMPLETE:

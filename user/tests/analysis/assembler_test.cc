@@ -282,7 +282,8 @@ TEST_F(AssemblerTest, IoUringThroughIoWqIsTimedFromItsLastTry) {
 
 // A reap the kernel cannot see: the CQE was posted before the io_uring_enter()
 // call that returned (user space may have taken it from the mapped ring), or
-// by an io thread (SQPOLL).  The command ends at its CQE and says so.
+// by an io thread (SQPOLL), or returned by a call that did not wait for
+// completions.  The command ends at its CQE and says so.
 TEST_F(AssemblerTest, IoUringReapNotSeenEndsAtTheCqe) {
     std::vector<nvmetrace_rec> v{uring_file(1'000'000, 100, 0, 900)};
     for (const auto& r : host_command(1'002'000, 7, 100))
@@ -294,10 +295,19 @@ TEST_F(AssemblerTest, IoUringReapNotSeenEndsAtTheCqe) {
         w.push_back(r);
     w.push_back(uring_tail(2'000'000, 200)[0]);
     w.back().tag = NVMETRACE_URING_CQE_NO_REAP;
+    // returned by a call that only submitted (min_complete 0): fio's commit at
+    // QD 16 posts earlier commands' CQEs, which fio takes from the ring later
+    std::vector<nvmetrace_rec> n{uring_file(3'000'000, 300, 0, 900)};
+    for (const auto& r : host_command(3'002'000, 9, 300))
+        n.push_back(r);
+    for (const auto& r : uring_tail(3'000'000, 300, 43 | NVMETRACE_URING_REAP_NOWAIT))
+        n.push_back(r);
     feed(v);
     ASSERT_EQ(out.size(), 1u);
     feed(w);
     ASSERT_EQ(out.size(), 2u);  // without waiting for a reap
+    feed(n);
+    ASSERT_EQ(out.size(), 3u);
     for (const Command& c : out) {
         EXPECT_TRUE(c.reap_unseen);
         EXPECT_TRUE(c.has(slot(NVMETRACE_EV_URING_CQE)));

@@ -233,12 +233,15 @@ enum nvmetrace_event {
 #define NVMETRACE_URING_SQPOLL		(1u << 1)	/* taken by the SQPOLL thread */
 
 /*
- * aux of NVMETRACE_EV_URING_REAP: the thread id in the low 32 bits, and this
- * flag when the CQE was posted before the io_uring_enter() call began (user
- * space may have taken it from the mapped ring before: the return is not
- * its reap).
+ * aux of NVMETRACE_EV_URING_REAP: the thread id in the low 32 bits, and
+ * flags: LATE, the CQE was posted before the io_uring_enter() call began
+ * (user space may have taken it from the mapped ring before: the return is
+ * not its reap); NOWAIT, the call did not wait for completions (min_complete
+ * 0, a submission: user space takes the CQE from the mapped ring when it
+ * next looks, unseen; the return is not its reap either).
  */
 #define NVMETRACE_URING_REAP_LATE	(1ull << 32)
+#define NVMETRACE_URING_REAP_NOWAIT	(1ull << 33)
 
 /* tag of NVMETRACE_EV_URING_CQE: posted by an io thread, no reap will be recorded */
 #define NVMETRACE_URING_CQE_NO_REAP	(1u << 0)
