@@ -65,8 +65,12 @@ def main():
         e2e = sum(g["latency_us"]["mean"] * g["n"] for g in user) / n_user
         print(f"  reaching user space: {n_user} commands, end to end {e2e:.1f} us, "
               f"{e2e / fio_lat_us:.3f} of fio's lat")
-        # the span is inside fio's lat: never longer (2 % for the rounding of two clocks' means)
-        if e2e > fio_lat_us * 1.02:
+        # the span is inside fio's lat: never longer (2 % for the rounding of two clocks' means).
+        # Only over (nearly) all of fio's I/Os: at QD > 1 the commands whose reap is seen are
+        # those fio waited for in io_uring_enter(), the slow ones (the others' CQEs were posted
+        # by a call that waited for nothing, and fio took them from the ring later, unseen),
+        # so their mean is no bound of fio's.
+        if n_user >= 0.95 * ios and e2e > fio_lat_us * 1.02:
             bad.append(f"end to end {e2e:.1f} us is longer than fio's lat {fio_lat_us:.1f} us")
     for g in groups:
         sp = g["span"]
