@@ -280,7 +280,8 @@ static void probe_complete(void *data, void *ctx, void *reqp)
 
 	if (unlikely(!READ_ONCE(nvmetrace_emitting)))
 		return;
-	if (!uring_is_rw(READ_ONCE(req->opcode)))
+	/* a CQE of the ring's own (io_fill_cqe_aux(): poll, multishot) has no request */
+	if (!req || !uring_is_rw(READ_ONCE(req->opcode)))
 		return;
 	file = iocb->ki_filp;
 	if (!file || !S_ISBLK(file_inode(file)->i_mode) || !(iocb->ki_flags & IOCB_DIRECT))
