@@ -11,8 +11,10 @@
  * io_uring request by its kiocb's address alone:
  *
  *  - kretprobe on io_uring_enter(): its entry time is kept for the task;
- *    with IORING_ENTER_GETEVENTS its return gives URING_REAP for the task's
- *    sampled CQEs not yet handed over (below).
+ *    its entry looks at the CQ head of the rings the task's pending CQEs
+ *    were posted to (below); the return of a call that waited for
+ *    completions gives URING_REAP for the task's sampled CQEs not yet
+ *    handed over.
  *  - io_uring_submit_req (io_uring_submit_sqe before 5.19, Debian's 6.1):
  *    the request the task takes now, and when: the io_uring_enter() entry
  *    if the task is in that call, else now (the SQPOLL thread).  No record.
@@ -34,14 +36,25 @@
  *    with GETEVENTS.  One posted by an io thread (io-wq, SQPOLL) has no task
  *    to wait for: its reap is not recorded.
  *
- * A reap from the mapped CQ ring without a system call is invisible to the
- * kernel.  URING_REAP says whether its CQE was posted before the
- * io_uring_enter() call began: then user space may have taken it from the
- * ring earlier, and the return is only an upper bound; and whether the call
- * waited for completions at all: one with min_complete 0 only submits (fio's
- * commit at QD > 1), its caller takes the CQEs it posted from the ring when
- * it next looks, and the return is only a lower bound.  The analysis uses
- * neither as the reap.
+ * A reap from the mapped CQ ring needs no system call: user space reads the
+ * CQE and moves the ring's head past it (fio at QD > 1 commits each SQE with
+ * a call that waits for nothing, and takes the CQEs from the ring when it
+ * next looks).  Only the head shows it.  Each pending CQE keeps its ring and
+ * its index (the ring's tail when it was posted), and every io_uring_enter()
+ * entry of the task reads the head of that ring: once the head has passed
+ * the index, user space took the CQE between the task's last
+ * io_uring_enter() return (or the posting, if later: the task was in the
+ * kernel until then, and a CQE cannot be taken before it is posted) and this
+ * entry.  URING_REAP then carries NVMETRACE_URING_REAP_RING, its time is the
+ * entry and its len the width of that window.  Another thread of the process
+ * could take the CQE from the ring while the task is in the kernel; that
+ * window would then start too late (the threads share the ring's memory, not
+ * our view of it).
+ *
+ * The return of a call that waited for completions hands over the task's
+ * CQEs not taken yet: those posted while it waited are its reap; one posted
+ * before the call began carries LATE (the entry found it still in the ring,
+ * but it may belong to another ring than the one the call waited on).
  *
  * All state is O(1) tables written without locks; a collision or a race
  * loses a time or a record, never more.
@@ -105,17 +118,28 @@ static __always_inline void uring_task_own(struct uring_task *t, u64 enter_ts,
 	WRITE_ONCE(t->task, current);
 }
 
+/*
+ * *ts if *owner is current before and after it is read, else 0: the reader's
+ * side of a field an owner pointer guards (the writer clears the owner, writes,
+ * and sets it again, with a write barrier at each step)
+ */
+static __always_inline u64 uring_owned(const struct task_struct *const *owner,
+				       const u64 *ts)
+{
+	u64 v;
+
+	if (READ_ONCE(*owner) != current)
+		return 0;
+	smp_rmb();	/* the owner, then the field */
+	v = READ_ONCE(*ts);
+	smp_rmb();	/* the field, then the owner again */
+	return READ_ONCE(*owner) == current ? v : 0;
+}
+
 /* the entry time current's entry holds, 0: none (another task's, or changing) */
 static __always_inline u64 uring_task_enter(const struct uring_task *t)
 {
-	u64 ts;
-
-	if (READ_ONCE(t->task) != current)
-		return 0;
-	smp_rmb();	/* the owner, then the field */
-	ts = READ_ONCE(t->enter_ts);
-	smp_rmb();	/* the field, then the owner again */
-	return READ_ONCE(t->task) == current ? ts : 0;
+	return uring_owned(&t->task, &t->enter_ts);
 }
 
 /* whether current's entry holds req as its last request, with its start and path */
@@ -219,18 +243,27 @@ bool nvmetrace_uring_origin(const struct kiocb *iocb, u64 *since, u16 *path,
 
 struct uring_pending {
 	const struct task_struct *task;	/* NULL: free; written last */
+	const struct io_ring_ctx *ctx;	/* the ring it was posted to */
 	u64 posted;
 	u64 lba;
 	u32 dev;
+	u32 index;	/* its place in the CQ ring: the head passes it when taken */
 	u8 op;
 };
 
-/* CQEs of a task not yet handed over: a bucket by task, oldest overwritten */
+/*
+ * CQEs of a task not yet handed over: a bucket by task, oldest overwritten
+ * (a ring at QD 32 holds up to 32 CQEs user space has not taken yet).  The
+ * bucket also keeps when its task last returned from io_uring_enter(): the
+ * start of the window in which it can take a CQE from the ring.
+ */
 #define URING_PEND_BITS		6
-#define URING_PEND_SLOTS	16
+#define URING_PEND_SLOTS	32
 struct uring_bucket {
 	struct uring_pending slot[URING_PEND_SLOTS];
 	unsigned int next;
+	const struct task_struct *ret_task;	/* whose ret_ts; NULL while it changes */
+	u64 ret_ts;
 } ____cacheline_aligned_in_smp;	/* a task's own lines */
 
 static struct uring_bucket uring_pend[1 << URING_PEND_BITS];
@@ -264,8 +297,9 @@ static __always_inline bool uring_is_rw(u8 opcode)
  * (upstream 6.10 passes the CQE instead of its fields), so only the first
  * two are taken; the result is read from the request.
  */
-static void probe_complete(void *data, void *ctx, void *reqp)
+static void probe_complete(void *data, void *ctxp, void *reqp)
 {
+	const struct io_ring_ctx *ctx = ctxp;
 	const struct io_kiocb *req = reqp;
 	const struct kiocb *iocb = reqp;
 	const struct file *file;
@@ -305,18 +339,99 @@ static void probe_complete(void *data, void *ctx, void *reqp)
 	if (!READ_ONCE(p->task))
 		atomic_inc(&uring_pend_live.n);
 	WRITE_ONCE(p->task, NULL);
+	p->ctx = ctx;
 	p->posted = now;
 	p->lba = lba;
 	p->dev = dev;
+	/*
+	 * The tracepoint follows io_get_cqe(), which took the slot and moved
+	 * the cached tail past it (every kernel line since 6.1): its index is
+	 * one before.  Posted under the ring's completion lock or by its only
+	 * submitter, so the plain read sees this CQE's own increment.
+	 */
+	p->index = READ_ONCE(ctx->cached_cq_tail) - 1;
 	p->op = op;
 	smp_store_release(&p->task, current);	/* the fields, then task */
+}
+
+/* the CQ head of ring ctx, read without faulting; false: unreadable */
+static __always_inline bool uring_cq_head(const struct io_ring_ctx *ctx, u32 *head)
+{
+	struct io_rings *rings;
+
+	/* a ring closed since it posted the CQE: its memory may be gone */
+	if (get_kernel_nofault(rings, &ctx->rings) || !rings)
+		return false;
+	return !get_kernel_nofault(*head, &rings->cq.head);
+}
+
+/* when current last returned from io_uring_enter(), 0: unknown */
+static __always_inline u64 uring_last_return(const struct uring_bucket *b)
+{
+	return uring_owned(&b->ret_task, &b->ret_ts);
+}
+
+static __always_inline void uring_set_return(struct uring_bucket *b, u64 ts)
+{
+	WRITE_ONCE(b->ret_task, NULL);
+	smp_wmb();	/* the owner cleared before the time changes */
+	WRITE_ONCE(b->ret_ts, ts);
+	smp_wmb();	/* the time written before the owner is back */
+	WRITE_ONCE(b->ret_task, current);
+}
+
+/* take slot p of current's if it still holds its CQE: false if another took it */
+static __always_inline bool uring_take(struct uring_pending *p)
+{
+	if (cmpxchg(&p->task, current, NULL) != current)
+		return false;
+	atomic_dec(&uring_pend_live.n);
+	return true;
+}
+
+static __always_inline void uring_emit_reap(const struct uring_pending *p, u32 len, u64 flags)
+{
+	/* emit() stamps the record: with NVMETRACE_URING_REAP_RING, len counts back from it */
+	emit(NVMETRACE_EV_URING_REAP, p->lba, p->dev, len, 0, 0, 0, 0, p->op,
+	     p->op == nvme_cmd_write ? NVMETRACE_REC_WRITE : 0, (u64)current->pid | flags);
+}
+
+/*
+ * At an io_uring_enter() entry: the task's pending CQEs whose ring's head
+ * has passed them were taken from the ring since the task last left this
+ * call (or since they were posted).
+ */
+static void uring_look(void)
+{
+	struct uring_bucket *b = task_bucket();
+	u64 last_ret = uring_last_return(b);
+	unsigned int i;
+
+	for (i = 0; i < URING_PEND_SLOTS; i++) {
+		struct uring_pending tmp, *p = &b->slot[i];
+		u32 head;
+		u64 from, now;
+
+		/* task, then the fields its writer published with it */
+		if (smp_load_acquire(&p->task) != current)
+			continue;
+		tmp = *p;
+		if (!uring_cq_head(tmp.ctx, &head) || (s32)(head - tmp.index) <= 0)
+			continue;	/* still in the ring, or no ring to look at */
+		if (!uring_take(p))
+			continue;
+		from = max(tmp.posted, last_ret);
+		now = ktime_get_ns();	/* within a few instructions of emit()'s stamp */
+		uring_emit_reap(&tmp, (u32)min_t(u64, now > from ? now - from : 0, U32_MAX),
+				NVMETRACE_URING_REAP_RING);
+	}
 }
 
 /* kretprobe at __x64_sys_io_uring_enter(const struct pt_regs *regs) */
 struct uring_enter {
 	u64 ts;
 	bool getevents;
-	bool waits;	/* min_complete > 0: its return hands CQEs to a waiter */
+	bool waits;	/* GETEVENTS, min_complete > 0: its return hands CQEs to a waiter */
 };
 
 static int krp_enter_entry(struct kretprobe_instance *ri, struct pt_regs *regs)
@@ -324,18 +439,28 @@ static int krp_enter_entry(struct kretprobe_instance *ri, struct pt_regs *regs)
 	struct pt_regs *uregs = (struct pt_regs *)regs_get_kernel_argument(regs, 0);
 	struct uring_enter *e = (struct uring_enter *)ri->data;
 	struct uring_task *t = uring_task();
+	bool pending;
 
 	if (unlikely(!READ_ONCE(nvmetrace_emitting)))
 		return 1;
 	/* io_uring_enter(fd, to_submit, min_complete, flags, argp, argsz) */
 	e->ts = ktime_get_ns();
 	uring_task_own(t, e->ts, NULL, 0, false);
-	/* the fourth system call argument is in r10 (rcx is the return address) */
+	/*
+	 * The fourth system call argument is in r10 (rcx is the return
+	 * address), the third is min_complete: a call for none only submits.
+	 */
 	e->getevents = uregs->r10 & IORING_ENTER_GETEVENTS;
-	/* the third is min_complete: a call for none only submits */
-	e->waits = (u32)uregs->dx != 0;
-	/* the CQEs it waits for are mostly posted while it waits */
-	return e->getevents ? 0 : 1;
+	e->waits = e->getevents && (u32)uregs->dx != 0;
+	pending = atomic_read(&uring_pend_live.n) > 0;
+	if (pending)
+		uring_look();
+	/*
+	 * The return: a waiter's CQEs are mostly posted while it waits; a call
+	 * with GETEVENTS runs the task work that posts CQEs; and with CQEs
+	 * pending, the task's return starts their window in the ring.
+	 */
+	return e->getevents || pending ? 0 : 1;
 }
 
 static int krp_enter_return(struct kretprobe_instance *ri, struct pt_regs *regs)
@@ -346,27 +471,19 @@ static int krp_enter_return(struct kretprobe_instance *ri, struct pt_regs *regs)
 
 	if (atomic_read(&uring_pend_live.n) <= 0)
 		return 0;	/* no sampled CQE waits for its reap */
+	uring_set_return(b, ktime_get_ns());
+	if (!e->waits)
+		return 0;	/* user space takes them from the ring: uring_look() */
 	for (i = 0; i < URING_PEND_SLOTS; i++) {
-		struct uring_pending *p = &b->slot[i];
-		u64 posted, lba;
-		u32 dev;
-		u8 op;
+		struct uring_pending tmp, *p = &b->slot[i];
 
 		/* task, then the fields its writer published with it */
 		if (smp_load_acquire(&p->task) != current)
 			continue;
-		posted = p->posted;
-		lba = p->lba;
-		dev = p->dev;
-		op = p->op;
-		if (cmpxchg(&p->task, current, NULL) != current)
+		tmp = *p;
+		if (!uring_take(p))
 			continue;
-		atomic_dec(&uring_pend_live.n);
-		emit(NVMETRACE_EV_URING_REAP, lba, dev, 0, 0, 0, 0, 0, op,
-		     op == nvme_cmd_write ? NVMETRACE_REC_WRITE : 0,
-		     (u64)current->pid |
-		     (posted < e->ts ? NVMETRACE_URING_REAP_LATE : 0) |
-		     (e->waits ? 0 : NVMETRACE_URING_REAP_NOWAIT));
+		uring_emit_reap(&tmp, 0, tmp.posted < e->ts ? NVMETRACE_URING_REAP_LATE : 0);
 	}
 	return 0;
 }

@@ -555,8 +555,19 @@ void Assembler::push_aio_reap(const nvmetrace_rec& rec, int slot) {
         return;
     }
     Command& c = tail_cmds_.at(id);
-    if (rec.event == NVMETRACE_EV_URING_REAP &&
-        (rec.aux & (NVMETRACE_URING_REAP_LATE | NVMETRACE_URING_REAP_NOWAIT))) {
+    if (rec.event == NVMETRACE_EV_URING_REAP && (rec.aux & NVMETRACE_URING_REAP_RING)) {
+        // user space took the CQE from the mapped ring within [ts - len, ts]
+        // (kmod/probes/uring.c): the reap is when the kernel saw it taken,
+        // as a waiting call's return is; how much earlier it may have been
+        // taken is kept (never before the CQE)
+        const uint64_t posted = c.at(event_slot(NVMETRACE_EV_URING_CQE));
+        const uint64_t back = rec.ts > posted ? rec.ts - posted : 0;
+        c.ts[slot] = rec.ts;
+        c.present |= EventMask{1} << slot;
+        c.reap_ring = true;
+        c.reap_window_ns = static_cast<uint32_t>(std::min<uint64_t>(rec.len, back));
+    } else if (rec.event == NVMETRACE_EV_URING_REAP &&
+               (rec.aux & (NVMETRACE_URING_REAP_LATE | NVMETRACE_URING_REAP_NOWAIT))) {
         // posted before the io_uring_enter() call that returned (user space
         // may have taken it from the mapped ring earlier), or returned by a
         // call that did not wait for it (user space takes it from the ring

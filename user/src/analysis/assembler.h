@@ -58,8 +58,11 @@ struct Command {
     bool has_cid = false;         // host: nvme_setup_cmd was recorded; target: always
     bool passthru = false;        // host: a passthrough command (no bio; starts at the setup)
     SubmitPath submit_path = SubmitPath::none;  // host: who submitted it to the file
-    bool reap_unseen = false;     // host: its completion was taken by user space unseen (io_uring:
-                                  // from the mapped CQ ring, or posted by an io thread)
+    bool reap_unseen = false;  // host: its completion was taken by user space unseen (io_uring:
+                               // from the mapped CQ ring, or posted by an io thread)
+    bool reap_ring = false;    // host: io_uring: taken from the mapped CQ ring, seen by its head:
+                               // the reap's slot holds when the kernel saw it taken
+    uint32_t reap_window_ns = 0;  // with reap_ring: how much earlier it may have been taken
     bool failed_over = false;     // host: a request whose bios were taken back at block_rq_complete
                                   // (nvme multipath failover: its path failed, e.g. a controller
                                   // reset) and sent again on a later request; not a finished I/O

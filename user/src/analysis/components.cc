@@ -336,7 +336,7 @@ std::string component_id(std::string_view name) {
 
 // ----------------------------------------------------------------- span
 
-Span span_of(const Layout& l, SubmitPath path, bool reap_unseen) {
+Span span_of(const Layout& l, SubmitPath path, bool reap_unseen, bool reap_ring) {
     Span s;
     s.interface = submit_path_name(path);
     if (l.view == View::target_only) {
@@ -373,7 +373,10 @@ Span span_of(const Layout& l, SubmitPath path, bool reap_unseen) {
             s.to = "io_getevents() return";
             break;
         case NVMETRACE_EV_URING_REAP:
-            s.to = "io_uring_enter() return";
+            s.reap_ring = reap_ring;
+            s.to = reap_ring ? "the next io_uring_enter() entry, where the kernel saw the CQE "
+                               "taken from the mapped ring"
+                             : "io_uring_enter() return";
             break;
         case NVMETRACE_EV_URING_CQE:
             s.to = "the CQE posted";

@@ -381,9 +381,11 @@ struct Span {
     std::string from, to;     // "io_submit() entry", "the block layer's completion"
     std::string interface;    // "aio", "io_uring", "io_uring, io-wq", ...; "" if none
     bool user_space = false;  // from a system call's entry to the return that reaps
+    bool reap_ring = false;   // io_uring: ends where the kernel saw the CQE taken from the
+                              // mapped ring (the task's next io_uring_enter() entry)
     std::string note;         // what is not recorded, "" when user_space
 };
-Span span_of(const Layout& layout, SubmitPath path, bool reap_unseen);
+Span span_of(const Layout& layout, SubmitPath path, bool reap_unseen, bool reap_ring = false);
 
 // The layout of `view` with only required events, those in `missing_mask`
 // merged away.

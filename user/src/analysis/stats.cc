@@ -30,6 +30,7 @@ struct Stats::Group {
     bool passthru = false;  // passthrough commands (their layout has no bio)
     bool resent = false;    // host: their bios failed over on an earlier request first
     Span span;
+    uint64_t reap_window_sum = 0, reap_window_max = 0;  // ns, commands reaped from the ring
     Op op;
     Side side;
     uint64_t size;
@@ -90,6 +91,7 @@ Stats::Group& Stats::group_for(const Command& cmd) {
             cmd.side == Side::target ? cmd.nsid : 0,
             cmd.side == Side::host ? cmd.submit_path : SubmitPath::none,
             cmd.side == Side::host && cmd.reap_unseen,
+            cmd.side == Side::host && cmd.reap_ring,
             cmd.side == Side::host && cmd.attempts_before > 0,
             view,
             pit->second.first,
@@ -115,9 +117,11 @@ Stats::Group& Stats::group_for(const Command& cmd) {
         g->passthru = cmd.passthru;
         if (cmd.passthru)
             g->label += " (passthrough)";
-        g->span = span_of(g->layout, key.path, key.reap_unseen);
+        g->span = span_of(g->layout, key.path, key.reap_unseen, key.reap_ring);
         if (!g->span.interface.empty())
             g->label += fmt::format(" ({})", g->span.interface);
+        if (g->span.reap_ring)
+            g->label += " (reaped from the CQ ring)";
         g->resent = key.resent;
         if (key.resent)
             g->label += " (failed over, sent again)";
@@ -159,6 +163,8 @@ void Stats::add(const Command& cmd) {
     auto span = [&](int from, int to) { return ts_span(cmd.at(from), cmd.at(to)); };
     int64_t e2e = span(l.first_slot, l.last_slot);
     g.e2e.add(e2e);
+    g.reap_window_sum += cmd.reap_window_ns;
+    g.reap_window_max = std::max<uint64_t>(g.reap_window_max, cmd.reap_window_ns);
     g.bytes += cmd.size;
     g.i_n++;
     g.i_sum += e2e;
@@ -407,6 +413,10 @@ Summary Stats::summary(uint64_t duration_ns) const {
         gs.missing = l.missing;
         gs.span = g.span;
         gs.n = g.e2e.n;
+        if (key.reap_ring && gs.n) {
+            gs.reap_window_mean_us = static_cast<double>(g.reap_window_sum) / gs.n / 1e3;
+            gs.reap_window_max_us = static_cast<double>(g.reap_window_max) / 1e3;
+        }
         gs.rate = rate_of(gs.n);
         gs.bytes_per_s = s.duration_s > 0 && !key.size_in_blocks ? g.bytes * N / s.duration_s : 0;
         gs.mean_us = g.e2e.mean_us();

@@ -230,9 +230,13 @@ struct GroupSummary {
     View view = View::host_only;
     std::vector<std::string> missing;  // hooks with no record for these commands
     Span span;                         // what its end to end runs from and to
-    uint64_t n = 0;                    // sampled commands
-    double rate = 0;                   // estimated commands/s (n * N / duration)
-    double bytes_per_s = 0;            // estimated
+    // io_uring, CQEs taken from the mapped ring (span.reap_ring): the end to end
+    // ends where the kernel saw each taken (the task's next io_uring_enter()
+    // entry); user space took it within this much before (after its last return)
+    double reap_window_mean_us = 0, reap_window_max_us = 0;
+    uint64_t n = 0;          // sampled commands
+    double rate = 0;         // estimated commands/s (n * N / duration)
+    double bytes_per_s = 0;  // estimated
     double mean_us = 0, p50_us = 0, p99_us = 0, p999_us = 0;
     double avg_qd = 0;  // end to end
     double sd_us = 0;   // of the end to end
@@ -329,13 +333,14 @@ private:
         uint32_t nsid;     // target
         SubmitPath path;   // host
         bool reap_unseen;  // host
+        bool reap_ring;    // host: io_uring, taken from the mapped CQ ring (seen by its head)
         bool resent;       // host: its bios failed over on an earlier request
         View view;
         EventMask missing;  // required boundaries on its path with no record
         EventMask present;  // layout_key(): the events on the command's path
         auto tie() const {
             return std::tie(op, size_in_blocks, size, side, dev, origin, cntlid, nsid, path,
-                            reap_unseen, resent, view, missing, present);
+                            reap_unseen, reap_ring, resent, view, missing, present);
         }
         bool operator<(const Key& o) const { return tie() < o.tie(); }
     };

@@ -45,6 +45,10 @@ void print_command(const Command& c) {
         j["failed_over"] = true;
     if (c.attempts_before)
         j["attempts_before"] = c.attempts_before;
+    if (c.reap_unseen)
+        j["reap_unseen"] = true;
+    if (c.reap_ring)  // its reap event is when the kernel saw it taken; taken within this before
+        j["reap_from_ring_window_ns"] = c.reap_window_ns;
     nlohmann::json ev = nlohmann::json::object();
     for (const auto& e : kEvents) {
         int slot = event_slot(e.event);

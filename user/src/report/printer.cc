@@ -239,6 +239,13 @@ std::string summary_text(const Summary& s, const AssemblyCounts& counts,
         else
             out += fmt::format("  end to end: {} to {} only, not what user space waits: {}\n",
                                g.span.from, g.span.to, g.span.note);
+        if (g.span.reap_ring)
+            out += fmt::format(
+                "  reap: user space took each CQE from the mapped ring with no system call, after "
+                "the task's last io_uring_enter() return and before its next entry, where the "
+                "kernel saw it taken and the end to end ends; that window: mean {:.2f} us, at "
+                "most {:.2f}\n",
+                g.reap_window_mean_us, g.reap_window_max_us);
         if (g.resent)
             out +=
                 "  failed over: their bios went out first on a request that failed over (its "
@@ -432,6 +439,7 @@ nlohmann::json summary_json(const Summary& s, const AssemblyCounts& counts,
               {"to", g.span.to},
               {"interface", g.span.interface},
               {"user_space", g.span.user_space},
+              {"reap_from_ring", g.span.reap_ring},
               {"note", g.span.note}}},
             {"n", g.n},
             {"rate", g.rate},
@@ -439,6 +447,8 @@ nlohmann::json summary_json(const Summary& s, const AssemblyCounts& counts,
             {"avg_qd", g.avg_qd},
             {"latency_us",
              {{"mean", g.mean_us}, {"p50", g.p50_us}, {"p99", g.p99_us}, {"p99.9", g.p999_us}}}};
+        if (g.span.reap_ring)
+            jg["reap_window_us"] = {{"mean", g.reap_window_mean_us}, {"max", g.reap_window_max_us}};
         jg["stages"] = json::array();
         for (const auto& st : g.stages)
             jg["stages"].push_back({{"name", st.name},

@@ -326,6 +326,43 @@ TEST_F(AssemblerTest, IoUringReapNotSeenEndsAtTheCqe) {
     EXPECT_EQ(assembler.in_flight(), 0u);
 }
 
+// User space took the CQE from the mapped ring with no system call: the
+// module saw the ring's head past it at the task's next io_uring_enter()
+// entry, and len says since when it was known still in the ring.  The reap
+// is where the kernel saw it taken; the window is kept, never reaching back
+// before the CQE.
+TEST_F(AssemblerTest, IoUringReapFromTheRingIsWhereTheKernelSawIt) {
+    std::vector<nvmetrace_rec> v{uring_file(1'000'000, 100, 0, 900)};
+    for (const auto& r : host_command(1'002'000, 7, 100))
+        v.push_back(r);
+    for (const auto& r : uring_tail(1'000'000, 100, 42 | NVMETRACE_URING_REAP_RING))
+        v.push_back(r);
+    v.back().len = 3000;  // seen taken at 1'060'000, still in the ring at 1'057'000
+    // a window reaching back before the CQE: the reap is not before the CQE
+    std::vector<nvmetrace_rec> w{uring_file(2'000'000, 200, 0, 900)};
+    for (const auto& r : host_command(2'002'000, 8, 200))
+        w.push_back(r);
+    for (const auto& r : uring_tail(2'000'000, 200, 42 | NVMETRACE_URING_REAP_RING))
+        w.push_back(r);
+    w.back().len = 10'000;
+    feed(v);
+    feed(w);
+    ASSERT_EQ(out.size(), 2u);
+    EXPECT_TRUE(out[0].reap_ring);
+    EXPECT_FALSE(out[0].reap_unseen);
+    EXPECT_EQ(out[0].at(slot(NVMETRACE_EV_URING_REAP)), 1'060'000u);
+    EXPECT_EQ(out[0].reap_window_ns, 3000u);
+    EXPECT_EQ(out[1].at(slot(NVMETRACE_EV_URING_REAP)), 2'060'000u);
+    EXPECT_EQ(out[1].reap_window_ns, 4000u);
+    Layout l = layout_for(View::host_only, out[0].present, kComponents);
+    EXPECT_EQ(l.last_slot, slot(NVMETRACE_EV_URING_REAP));
+    Span sp = span_of(l, out[0].submit_path, out[0].reap_unseen, out[0].reap_ring);
+    EXPECT_TRUE(sp.user_space);
+    EXPECT_TRUE(sp.reap_ring);
+    EXPECT_NE(sp.to.find("next io_uring_enter() entry"), std::string::npos) << sp.to;
+    EXPECT_EQ(assembler.in_flight(), 0u);
+}
+
 TEST_F(AssemblerTest, InterleavedCommandsAndTagReuse) {
     // A (tag 1, lba 100) and B (tag 2, lba 200) in flight together; then C
     // reuses tag 1 with another LBA while B is still running.

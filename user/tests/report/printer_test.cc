@@ -335,6 +335,71 @@ TEST(Report, EndToEndFromRecords) {
     EXPECT_DOUBLE_EQ(j["throughput"][0]["iops"].get<double>(), 10'000.0);
 }
 
+// io_uring commands whose CQE user space took from the mapped ring are a group of their own:
+// its span ends at the next io_uring_enter() entry, and its reap line gives the window in
+// which the CQE was taken, in the text and in JSON.
+TEST(Report, RingReapedCommandsSayTheirWindow) {
+    DeviceTable devices;
+    devices.add_disk(259u << 20, "nvme0n1", 512);
+    Stats stats(devices, {.sample_n = 1});
+    auto at = [](Command& c, uint16_t ev, uint64_t ts) {
+        int s = event_slot(ev);
+        c.ts[s] = ts;
+        c.present |= EventMask{1} << s;
+    };
+    for (int i = 0; i < 4; i++) {
+        const uint64_t t = 1'000'000ull * (i + 1);
+        Command c;
+        c.side = Side::host;
+        c.dev = 259u << 20;
+        c.size = 4096;
+        c.submit_path = SubmitPath::uring;
+        at(c, NVMETRACE_EV_SYSCALL_SUBMIT, t);
+        at(c, NVMETRACE_EV_FILE_SUBMIT, t + 1000);
+        at(c, NVMETRACE_EV_BIO_QUEUE, t + 2000);
+        at(c, NVMETRACE_EV_NVME_SETUP, t + 3000);
+        at(c, NVMETRACE_EV_RQ_ISSUE, t + 4000);
+        at(c, NVMETRACE_EV_NVME_COMPLETE, t + 54'000);
+        at(c, NVMETRACE_EV_RQ_COMPLETE, t + 55'000);
+        at(c, NVMETRACE_EV_URING_CQE, t + 56'000);
+        // two handed over by the call's return 4 us later, two taken from the ring and seen
+        // 100 us later, in windows of 20 and 60 us
+        c.reap_ring = i >= 2;
+        c.reap_window_ns = i == 2 ? 20'000 : i == 3 ? 60'000 : 0;
+        at(c, NVMETRACE_EV_URING_REAP, t + (c.reap_ring ? 156'000 : 60'000));
+        stats.add(c);
+    }
+    Summary s = stats.summary(5'000'000);
+    ASSERT_EQ(s.groups.size(), 2u);
+    const GroupSummary& ring = s.groups[0].span.reap_ring ? s.groups[0] : s.groups[1];
+    const GroupSummary& ret = s.groups[0].span.reap_ring ? s.groups[1] : s.groups[0];
+    EXPECT_FALSE(ret.span.reap_ring);
+    EXPECT_EQ(ring.n, 2u);
+    EXPECT_EQ(ret.n, 2u);
+    EXPECT_NE(ring.label.find("(reaped from the CQ ring)"), std::string::npos) << ring.label;
+    EXPECT_EQ(ret.label.find("reaped from"), std::string::npos) << ret.label;
+    EXPECT_DOUBLE_EQ(ring.mean_us, 156.0);
+    EXPECT_DOUBLE_EQ(ret.mean_us, 60.0);
+    EXPECT_DOUBLE_EQ(ring.reap_window_mean_us, 40.0);
+    EXPECT_DOUBLE_EQ(ring.reap_window_max_us, 60.0);
+    EXPECT_TRUE(ring.span.user_space);
+    const std::string text = summary_text(s, {}, {});
+    EXPECT_NE(text.find("that window: mean 40.00 us, at most 60.00\n"), std::string::npos) << text;
+    EXPECT_EQ(text.find("reap: "), text.rfind("reap: ")) << "one reap line, the ring's group";
+    nlohmann::json j = summary_json(s, {}, {});
+    int seen = 0;
+    for (const auto& g : j["groups"]) {
+        if (!g["span"]["reap_from_ring"].get<bool>()) {
+            EXPECT_FALSE(g.contains("reap_window_us"));
+            continue;
+        }
+        seen++;
+        EXPECT_DOUBLE_EQ(g["reap_window_us"]["mean"].get<double>(), 40.0);
+        EXPECT_DOUBLE_EQ(g["reap_window_us"]["max"].get<double>(), 60.0);
+    }
+    EXPECT_EQ(seen, 1);
+}
+
 // A stage or component name longer than the seed's column widens the column for its whole
 // table: the figures of every row stay under their headings.
 TEST(Report, DetailShowsTheTailAndTheQueues) {

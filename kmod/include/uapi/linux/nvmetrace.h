@@ -234,14 +234,21 @@ enum nvmetrace_event {
 
 /*
  * aux of NVMETRACE_EV_URING_REAP: the thread id in the low 32 bits, and
- * flags: LATE, the CQE was posted before the io_uring_enter() call began
- * (user space may have taken it from the mapped ring before: the return is
- * not its reap); NOWAIT, the call did not wait for completions (min_complete
- * 0, a submission: user space takes the CQE from the mapped ring when it
- * next looks, unseen; the return is not its reap either).
+ * flags: LATE, the CQE was posted before the io_uring_enter() call that
+ * returned began (user space may have taken it from the mapped ring before,
+ * or it belongs to another ring than the call's: the return is not its
+ * reap); NOWAIT, the call did not wait for completions (min_complete 0: the
+ * return is not its reap either; written by modules before RING existed);
+ * RING, user space took the CQE from the mapped ring without a system call:
+ * at this io_uring_enter() entry the ring's CQ head had passed it.  With
+ * RING, len holds the nanoseconds before the record's time since when the
+ * CQE was known to be still in the ring (the task's last io_uring_enter()
+ * return, or the CQE's posting if later), saturated at 2^32 - 1: user space
+ * took it within [ts - len, ts].
  */
 #define NVMETRACE_URING_REAP_LATE	(1ull << 32)
 #define NVMETRACE_URING_REAP_NOWAIT	(1ull << 33)
+#define NVMETRACE_URING_REAP_RING	(1ull << 34)
 
 /* tag of NVMETRACE_EV_URING_CQE: posted by an io thread, no reap will be recorded */
 #define NVMETRACE_URING_CQE_NO_REAP	(1u << 0)
