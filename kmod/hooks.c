@@ -297,6 +297,7 @@ static void kp_register(struct nvmetrace_hook *h)
 		h->krp.entry_handler = h->ret_entry;
 		h->krp.handler = h->ret;
 		h->krp.data_size = h->ret_data;
+		h->krp.maxactive = h->ret_maxactive;
 		ret = register_kretprobe(&h->krp);
 	} else {
 		memset(&h->kp, 0, sizeof(h->kp));

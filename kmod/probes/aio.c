@@ -7,6 +7,8 @@
 #include <linux/aio_abi.h>
 #include <linux/atomic.h>
 #include <linux/blkdev.h>
+#include <linux/compat.h>
+#include <linux/fdtable.h>
 #include <linux/fs.h>
 #include <linux/hash.h>
 #include <linux/kallsyms.h>
@@ -39,6 +41,13 @@
  *    all the same, without the iocb: no AIO_REAP follows it.
  *  - kprobe on aio_complete_rw: AIO_COMPLETE, the completion posted to the
  *    aio context (right after block_rq_complete, in the same context).
+ *  - kretprobes on the positioned synchronous reads and writes
+ *    (__x64_sys_pread64, pwrite64, preadv, pwritev, preadv2, pwritev2): at
+ *    the entry, the file is looked up by its descriptor (under RCU, no
+ *    reference taken) and the command's LBA from the call's position; for a
+ *    sampled command on an O_DIRECT block device the entry time goes to the
+ *    task's stash (FILE_SUBMIT's aux, as io_submit()'s) and the return is
+ *    probed: SYNC_RETURN.  Any other call is not probed at its return.
  *  - kretprobe on do_io_getevents: AIO_REAP when it returns: each event it
  *    copied to user space names its iocb (io_event.obj); one whose iocb is in
  *    the table gives a record with that command's dev and LBA.  The aio ring
@@ -106,6 +115,14 @@ static __always_inline u64 uaux(u32 pid, u64 hi)
 {
 	return (u64)pid | (u64)min_t(u64, hi, U32_MAX) << 32;
 }
+
+/*
+ * Instances of each synchronous call's kretprobe: one is taken at every
+ * entry and held, while the I/O runs, by each sampled command; with none
+ * left an entry is not probed at all (the kretprobe's nmissed), and its
+ * command is recorded from its file submission on.
+ */
+#define NVMETRACE_SYNC_MAXACTIVE	1024
 
 /* kprobe at __x64_sys_io_submit(const struct pt_regs *regs) */
 static int kp_submit(struct kprobe *kp, struct pt_regs *regs)
@@ -179,6 +196,27 @@ static __always_inline void uiocb_put(u64 uptr, u64 lba, u32 dev, u8 op)
 	smp_store_release(&u->uptr, uptr);	/* the fields, then uptr */
 }
 
+/*
+ * A positioned synchronous read or write of a 64-bit task: the system calls
+ * whose entry the sync kretprobes keep and whose file read or write returns
+ * only when the I/O is done.
+ */
+static __always_inline bool sync_syscall(void)
+{
+	if (in_compat_syscall())
+		return false;
+	switch (syscall_get_nr(current, task_pt_regs(current))) {
+	case __NR_pread64:
+	case __NR_pwrite64:
+	case __NR_preadv:
+	case __NR_pwritev:
+	case __NR_preadv2:
+	case __NR_pwritev2:
+		return true;
+	}
+	return false;
+}
+
 static __always_inline void file_submit(struct pt_regs *regs, u8 op)
 {
 	const struct kiocb *iocb = (const struct kiocb *)regs_get_kernel_argument(regs, 0);
@@ -202,6 +240,10 @@ static __always_inline void file_submit(struct pt_regs *regs, u8 op)
 			uiocb_put(uptr, lba, dev, op);
 	} else if (nvmetrace_uring_origin(iocb, &since, &path, &wq_queued)) {
 		iface = NVMETRACE_IFACE_URING;
+	} else if (!READ_ONCE(iocb->ki_complete) && sync_syscall()) {
+		/* a synchronous kiocb: the call returns when the I/O is done */
+		iface = NVMETRACE_IFACE_SYNC;
+		since = submit_since();
 	}
 	emit(NVMETRACE_EV_FILE_SUBMIT, lba, dev, iov_iter_count(iter), 0, iface,
 	     path, 0, op, op == nvme_cmd_write ? NVMETRACE_REC_WRITE : 0,
@@ -221,6 +263,72 @@ static int kp_file_read(struct kprobe *kp, struct pt_regs *regs)
 static int kp_file_write(struct kprobe *kp, struct pt_regs *regs)
 {
 	file_submit(regs, nvme_cmd_write);
+	return 0;
+}
+
+/* a sampled synchronous command, kept by its call's kretprobe for the return */
+struct sync_cmd {
+	u64 lba;
+	u32 dev;
+	u8 op;
+};
+
+/*
+ * The entry of __x64_sys_pread64 ... pwritev2(const struct pt_regs *regs):
+ * the descriptor in di, the position in r10 (pos_l of preadv/preadv2, the
+ * whole position on 64 bits; -1 for preadv2/pwritev2: the file's own
+ * position, not probed).  Probe the return (0) only for a sampled command
+ * of an O_DIRECT block device.  The file is read under RCU without a
+ * reference: a descriptor closed meanwhile at worst names another
+ * command, whose return then matches none.
+ */
+static __always_inline int sync_entry(struct kretprobe_instance *ri, struct pt_regs *regs, u8 op)
+{
+	const struct pt_regs *uregs = (const struct pt_regs *)regs_get_kernel_argument(regs, 0);
+	struct sync_cmd *sync = (struct sync_cmd *)ri->data;
+	struct files_struct *files = current->files;
+	unsigned int fd = (unsigned int)uregs->di;
+	loff_t pos = (loff_t)uregs->r10;
+	const struct file *file;
+	bool ok;
+
+	if (unlikely(!READ_ONCE(nvmetrace_emitting)) || !files || pos < 0)
+		return 1;
+	rcu_read_lock();
+	file = files_lookup_fd_raw(files, fd);
+	ok = file && (READ_ONCE(file->f_flags) & O_DIRECT) &&
+	     S_ISBLK(file_inode(file)->i_mode) &&
+	     nvmetrace_file_lba(file, pos, &sync->dev, &sync->lba) &&
+	     nvmetrace_sampled(sync->lba);
+	rcu_read_unlock();
+	if (!ok)
+		return 1;
+	sync->op = op;
+	nvmetrace_owned_ts_set(task_stash(), current, ktime_get_ns());
+	return 0;
+}
+
+static int krp_sync_read(struct kretprobe_instance *ri, struct pt_regs *regs)
+{
+	return sync_entry(ri, regs, nvme_cmd_read);
+}
+
+static int krp_sync_write(struct kretprobe_instance *ri, struct pt_regs *regs)
+{
+	return sync_entry(ri, regs, nvme_cmd_write);
+}
+
+/* the synchronous call returned: SYNC_RETURN, len its result */
+static int krp_sync_return(struct kretprobe_instance *ri, struct pt_regs *regs)
+{
+	const struct sync_cmd *sync = (const struct sync_cmd *)ri->data;
+	long ret = (long)regs_return_value(regs);
+
+	if (unlikely(!READ_ONCE(nvmetrace_emitting)))
+		return 0;
+	emit(NVMETRACE_EV_SYNC_RETURN, sync->lba, sync->dev,
+	     ret > 0 ? (u32)min_t(long, ret, U32_MAX) : 0, 0, 0, 0, 0, sync->op,
+	     sync->op == nvme_cmd_write ? NVMETRACE_REC_WRITE : 0, uaux(current->pid, 0));
 	return 0;
 }
 
@@ -311,6 +419,17 @@ static struct nvmetrace_hook aio_hooks[] = {
 	{ "do_io_getevents", NULL, NVMETRACE_HOOK_KPROBE, NVMETRACE_ROLE_HOST,
 	  .ret_entry = krp_reap_entry, .ret = krp_reap_return,
 	  .ret_data = sizeof(unsigned long) },
+#define SYNC_HOOK(fn, entry)							\
+	{ fn, NULL, NVMETRACE_HOOK_KPROBE, NVMETRACE_ROLE_HOST,			\
+	  .ret_entry = entry, .ret = krp_sync_return,				\
+	  .ret_data = sizeof(struct sync_cmd), .ret_maxactive = NVMETRACE_SYNC_MAXACTIVE }
+	SYNC_HOOK("__x64_sys_pread64", krp_sync_read),
+	SYNC_HOOK("__x64_sys_pwrite64", krp_sync_write),
+	SYNC_HOOK("__x64_sys_preadv", krp_sync_read),
+	SYNC_HOOK("__x64_sys_pwritev", krp_sync_write),
+	SYNC_HOOK("__x64_sys_preadv2", krp_sync_read),
+	SYNC_HOOK("__x64_sys_pwritev2", krp_sync_write),
+#undef SYNC_HOOK
 };
 
 /*

@@ -55,6 +55,7 @@ struct nvmetrace_hook {
 	/* a kretprobe (reported as a kprobe): handlers at entry and return */
 	kretprobe_handler_t ret_entry, ret;
 	size_t ret_data;	/* per-instance data of the kretprobe */
+	int ret_maxactive;	/* its instances; 0: the kernel's default */
 
 	/* state, under the attach core's hooks_lock */
 	struct tracepoint *tp;

@@ -7,33 +7,18 @@
 # or, taken from the mapped CQ ring, the next entry (seen by the ring's head), so an inline job's
 # end to end is within 0.9-1.02 of fio's lat at QD1 and QD16 alike; io-wq's queueing is a stage
 # of its own, and the SQPOLL group says its reap is not seen. The report's end to end is printed
-# beside fio's lat (tests/guest/uring_check.py, run on the lane's machine by 36-uring.check).
+# beside fio's lat (tests/guest/engine_check.py, run on the lane's machine by 36-uring.check).
 # lane-timeout: 600
 . "$NVMETRACE_SRC/tests/guest/lib.sh"
 need_ko
 need_bin
-NT=$NVMETRACE_BIN
 
 nvmet_tcp_setup
 dev=$(nvme_tcp_connect)
 insmod "$NVMETRACE_KO" || fail "insmod failed"
 
-# job NAME FIO-ARGS...: one recording (both roles, every command) of one fio job
-# (36-uring.check reports and checks it on the lane's machine, with the job's FIO-ARGS)
-job() {
-	local name=$1 d=$RESULTS/$1
-	shift
-	mkdir -p "$d"
-	"$NT" record -r host -r target -s 1 -o "$d/rec.ntr" >"$d/record.out" 2>&1 &
-	local rec=$!
-	recorder_wait "$d/record.out" "$name"
-	run_fio "$name" --filename="/dev/$dev" --ioengine=io_uring --direct=1 --time_based \
-		--runtime=2 --size=256m "$@" || fail "$name: fio failed"
-	kill -INT $rec
-	wait $rec || { cat "$d/record.out"; fail "$name: record failed"; }
-	printf '%s\n' "$@" >"$d/fio-args"
-	echo "$name" >>"$RESULTS/jobs"
-}
+# (36-uring.check reports and checks each job on the lane's machine, with its FIO-ARGS)
+job() { fio_job_recorded "$1" "$dev" --ioengine=io_uring "${@:2}"; }
 
 job uring-randread-4k-qd1 --rw=randread --bs=4k --iodepth=1
 job uring-randwrite-32k-qd16 --rw=randwrite --bs=32k --iodepth=16

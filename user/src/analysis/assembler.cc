@@ -63,6 +63,8 @@ std::string_view submit_path_name(SubmitPath p) {
             return "io_uring, io-wq";
         case SubmitPath::uring_sqpoll:
             return "io_uring, SQPOLL";
+        case SubmitPath::sync:
+            return "pread/pwrite";
     }
     return "";
 }
@@ -138,6 +140,8 @@ void Assembler::push(const nvmetrace_rec& rec) {
         push_aio_complete(rec, slot);
     } else if (rec.event == NVMETRACE_EV_AIO_REAP || rec.event == NVMETRACE_EV_URING_REAP) {
         push_aio_reap(rec, slot);
+    } else if (rec.event == NVMETRACE_EV_SYNC_RETURN) {
+        push_sync_return(rec, slot);
     } else if (rec.event == NVMETRACE_EV_BIO_QUEUE) {
         WaitKey key{rec.lba, devices_.head(rec.dev, rec.ts), op, 0};
         // NVMe multipath: the bio is queued on the head disk, then again on
@@ -387,15 +391,20 @@ void Assembler::attach_file_submit(Command& c, const Waiting& file, uint64_t bio
     set(NVMETRACE_EV_FILE_SUBMIT, file.ts);
     c.pid = NVMETRACE_UAUX_PID(file.aux);
     const bool uring = file.cid == NVMETRACE_IFACE_URING;
-    c.submit_path = uring ? ((file.tag & NVMETRACE_URING_SQPOLL) ? SubmitPath::uring_sqpoll
-                             : (file.tag & NVMETRACE_URING_IOWQ) ? SubmitPath::uring_iowq
-                                                                 : SubmitPath::uring)
+    const bool sync = file.cid == NVMETRACE_IFACE_SYNC;
+    c.submit_path = uring  ? ((file.tag & NVMETRACE_URING_SQPOLL) ? SubmitPath::uring_sqpoll
+                              : (file.tag & NVMETRACE_URING_IOWQ) ? SubmitPath::uring_iowq
+                                                                  : SubmitPath::uring)
+                    : sync ? SubmitPath::sync
                     : file.cid == NVMETRACE_IFACE_AIO || NVMETRACE_UAUX_HI(file.aux)
                         ? SubmitPath::aio
                         : SubmitPath::file;
     uint64_t since = NVMETRACE_UAUX_HI(file.aux);
     if (since && since <= file.ts)
-        set(uring ? NVMETRACE_EV_URING_SUBMIT : NVMETRACE_EV_SYSCALL_SUBMIT, file.ts - since);
+        set(uring  ? NVMETRACE_EV_URING_SUBMIT
+            : sync ? NVMETRACE_EV_SYNC_SUBMIT
+                   : NVMETRACE_EV_SYSCALL_SUBMIT,
+            file.ts - since);
     Waiting q;
     if (uring && (file.tag & NVMETRACE_URING_IOWQ) &&
         take_latest(WaitKey{c.lba, c.dev, static_cast<uint8_t>(c.op), 5}, bio_ts, &q) &&
@@ -524,15 +533,25 @@ void Assembler::hold_for_user(Command& c) {
     tail_cmds_.emplace(id, c);
 }
 
-void Assembler::push_aio_complete(const nvmetrace_rec& rec, int slot) {
+// The held command rec (of kind 3: past block_rq_complete, 4: past its
+// aio completion or CQE) belongs to, its id in *id; nullptr, counted as
+// unmatched, when none is held.
+Command* Assembler::take_user_tail(const nvmetrace_rec& rec, uint8_t kind, uint64_t* id) {
     const WaitKey key{rec.lba, devices_.head(rec.dev, rec.ts), static_cast<uint8_t>(rec_op(rec)),
-                      3};
-    uint64_t id;
-    if (!take_tail(key, &id)) {
+                      kind};
+    if (!take_tail(key, id)) {
         counts_.user_unmatched++;
-        return;
+        return nullptr;
     }
-    Command& c = tail_cmds_.at(id);
+    return &tail_cmds_.at(*id);
+}
+
+void Assembler::push_aio_complete(const nvmetrace_rec& rec, int slot) {
+    uint64_t id;
+    Command* cp = take_user_tail(rec, 3, &id);
+    if (!cp)
+        return;
+    Command& c = *cp;
     c.ts[slot] = rec.ts;
     c.present |= EventMask{1} << slot;
     if (rec.event == NVMETRACE_EV_URING_CQE && (rec.tag & NVMETRACE_URING_CQE_NO_REAP)) {
@@ -541,20 +560,17 @@ void Assembler::push_aio_complete(const nvmetrace_rec& rec, int slot) {
         hand_on_tail(id);
         return;
     }
-    tail_by_key_[WaitKey{key.lba, key.dev, key.op, 4}].push_back(id);
+    tail_by_key_[WaitKey{c.lba, c.dev, static_cast<uint8_t>(c.op), 4}].push_back(id);
 }
 
 // io_getevents() handed this command's event to user space: the module
 // knows which by the iocb the event names (kmod/probes/aio.c).
 void Assembler::push_aio_reap(const nvmetrace_rec& rec, int slot) {
-    const WaitKey key{rec.lba, devices_.head(rec.dev, rec.ts), static_cast<uint8_t>(rec_op(rec)),
-                      4};
     uint64_t id;
-    if (!take_tail(key, &id)) {
-        counts_.user_unmatched++;
+    Command* cp = take_user_tail(rec, 4, &id);
+    if (!cp)
         return;
-    }
-    Command& c = tail_cmds_.at(id);
+    Command& c = *cp;
     if (rec.event == NVMETRACE_EV_URING_REAP && (rec.aux & NVMETRACE_URING_REAP_RING)) {
         // user space took the CQE from the mapped ring within [ts - len, ts]
         // (kmod/probes/uring.c): the reap is when the kernel saw it taken,
@@ -577,6 +593,18 @@ void Assembler::push_aio_reap(const nvmetrace_rec& rec, int slot) {
         c.ts[slot] = rec.ts;
         c.present |= EventMask{1} << slot;
     }
+    hand_on_tail(id);
+}
+
+// A synchronous call returned: its command, held since block_rq_complete,
+// ends there (the call's kretprobe kept the command's dev and LBA).
+void Assembler::push_sync_return(const nvmetrace_rec& rec, int slot) {
+    uint64_t id;
+    Command* c = take_user_tail(rec, 3, &id);
+    if (!c)
+        return;
+    c->ts[slot] = rec.ts;
+    c->present |= EventMask{1} << slot;
     hand_on_tail(id);
 }
 

@@ -32,6 +32,7 @@ enum class SubmitPath : uint8_t {
     uring,         // io_uring, issued inline in io_uring_enter()
     uring_iowq,    // io_uring, issued by an io-wq worker
     uring_sqpoll,  // io_uring, taken by the SQPOLL thread
+    sync,          // pread64(), pwrite64(), preadv(), pwritev(), preadv2(), pwritev2()
 };
 std::string_view submit_path_name(SubmitPath p);
 
@@ -263,6 +264,8 @@ private:
     void hold_for_user(Command& cmd);
     void push_aio_complete(const nvmetrace_rec& rec, int slot);
     void push_aio_reap(const nvmetrace_rec& rec, int slot);
+    void push_sync_return(const nvmetrace_rec& rec, int slot);
+    Command* take_user_tail(const nvmetrace_rec& rec, uint8_t kind, uint64_t* id);
     void hand_on_tail(uint64_t id);
     void attach_file_submit(Command& c, const Waiting& file, uint64_t bio_ts);
     void expire_tail(uint64_t now);

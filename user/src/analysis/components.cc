@@ -351,6 +351,11 @@ Span span_of(const Layout& l, SubmitPath path, bool reap_unseen, bool reap_ring)
         case NVMETRACE_EV_SYSCALL_SUBMIT:
             s.from = "io_submit() entry";
             break;
+        case NVMETRACE_EV_SYNC_SUBMIT:
+            s.from =
+                "the system call's entry (pread64, pwrite64, preadv, pwritev, preadv2, "
+                "pwritev2)";
+            break;
         case NVMETRACE_EV_URING_SUBMIT:
             s.from = path == SubmitPath::uring_sqpoll ? "the SQE taken by the SQPOLL thread"
                                                       : "io_uring_enter() entry";
@@ -371,6 +376,9 @@ Span span_of(const Layout& l, SubmitPath path, bool reap_unseen, bool reap_ring)
     switch (last) {
         case NVMETRACE_EV_AIO_REAP:
             s.to = "io_getevents() return";
+            break;
+        case NVMETRACE_EV_SYNC_RETURN:
+            s.to = "its return";
             break;
         case NVMETRACE_EV_URING_REAP:
             s.reap_ring = reap_ring;

@@ -90,6 +90,8 @@ inline constexpr ComponentDef kComponents[] = {
     // at block_bio_queue and ends at block_rq_complete)
     {"syscall: io_submit entry to the file", NVMETRACE_EV_SYSCALL_SUBMIT, NVMETRACE_EV_FILE_SUBMIT,
      "syscall and file submission (before the block layer)", kHost | kJoined, 0},
+    {"syscall: pread/pwrite entry to the file", NVMETRACE_EV_SYNC_SUBMIT, NVMETRACE_EV_FILE_SUBMIT,
+     "syscall and file submission (before the block layer)", kHost | kJoined, 0},
     // io_uring: the SQE taken, through io-wq when the inline issue would block (a
     // row to an optional event comes before the row that skips it)
     {"io_uring: SQE taken to io-wq", NVMETRACE_EV_URING_SUBMIT, NVMETRACE_EV_URING_WQ,
@@ -236,6 +238,8 @@ inline constexpr ComponentDef kComponents[] = {
      "completion to user space (wake-up, reap)", kHost | kJoined, 0},
     {"wake-up and reap (io_uring_enter)", NVMETRACE_EV_URING_CQE, NVMETRACE_EV_URING_REAP,
      "completion to user space (wake-up, reap)", kHost | kJoined, 0},
+    {"wake-up and return (pread/pwrite)", NVMETRACE_EV_RQ_COMPLETE, NVMETRACE_EV_SYNC_RETURN,
+     "completion to user space (wake-up, reap)", kHost | kJoined, 0},
     // The path's hop into nvme_complete_rq from an nvme-tcp event (from NONE:
     // the row of the path that ends there): the transport's completion handed
     // to nvme-core.
@@ -266,6 +270,7 @@ inline constexpr NamedId kStageIds[] = {
 
 inline constexpr NamedId kComponentIds[] = {
     {"syscall: io_submit entry to the file", "host.syscall.submit"},
+    {"syscall: pread/pwrite entry to the file", "host.sync.submit"},
     {"io_uring: SQE taken to the file", "host.uring.submit"},
     {"io_uring: SQE taken to io-wq", "host.uring.to_iowq"},
     {"queued in io-wq", "host.uring.iowq"},
@@ -303,6 +308,7 @@ inline constexpr NamedId kComponentIds[] = {
     {"wake-up and reap (io_getevents)", "host.aio.reap"},
     {"completion to the CQE (io_uring task work)", "host.uring.cqe"},
     {"wake-up and reap (io_uring_enter)", "host.uring.reap"},
+    {"wake-up and return (pread/pwrite)", "host.sync.return"},
     {"handoff to nvme_complete_rq", "host.driver.handoff"},
     {"end to end", "e2e"},
 };

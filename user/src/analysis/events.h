@@ -89,6 +89,10 @@ inline constexpr EventDef kEvents[] = {
     {NVMETRACE_EV_URING_WQ, "io_uring_queue_async_work", Side::host, 0, true},
     {NVMETRACE_EV_URING_CQE, "io_uring_complete (CQE posted)", Side::host, 11, true},
     {NVMETRACE_EV_URING_REAP, "io_uring_enter (return)", Side::host, 12, true},
+    // a positioned synchronous read or write (pread64() ... pwritev2()) on a block device: the
+    // call's entry (FILE_SUBMIT's aux) and its return
+    {NVMETRACE_EV_SYNC_SUBMIT, "pread64/pwrite64/preadv2/pwritev2 (entry)", Side::host, 0, true},
+    {NVMETRACE_EV_SYNC_RETURN, "pread64/pwrite64/preadv2/pwritev2 (return)", Side::host, 12, true},
     // nvme-rdma host (kmod/probes/nvme_rdma.c)
     {NVMETRACE_EV_RDMA_POST_SEND, "nvme_rdma_post_send", Side::host, 4, true},
     {NVMETRACE_EV_RDMA_SEND_DONE, "nvme_rdma_send_done", Side::host, 5, true, false, true},

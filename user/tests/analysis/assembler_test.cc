@@ -331,6 +331,54 @@ TEST_F(AssemblerTest, IoUringReapNotSeenEndsAtTheCqe) {
 // entry, and len says since when it was known still in the ring.  The reap
 // is where the kernel saw it taken; the window is kept, never reaching back
 // before the CQE.
+// pread64() and its kin on an O_DIRECT block device: the call's entry (FILE_SUBMIT's aux) to
+// its return, the file submission's interface naming the path; a read whose return was not
+// recorded (the kretprobe had no instance left) ends at block_rq_complete and says so.
+TEST_F(AssemblerTest, SynchronousReadFromTheCallToItsReturn) {
+    auto file = [](uint64_t ts, uint64_t lba, uint64_t since) {
+        nvmetrace_rec r = host(NVMETRACE_EV_FILE_SUBMIT, ts, 0, lba, false, kNvme0n1, 0, 4096,
+                               uint64_t{42} | since << 32);
+        r.cid = NVMETRACE_IFACE_SYNC;
+        return r;
+    };
+    std::vector<nvmetrace_rec> v{file(1'000'000, 100, 1500)};
+    for (const auto& r : host_command(1'002'000, 7, 100))
+        v.push_back(r);
+    v.push_back(host(NVMETRACE_EV_SYNC_RETURN, 1'058'000, 0, 100, false, kNvme0n1, 0, 4096, 42));
+    std::vector<nvmetrace_rec> w{file(2'000'000, 200, 1500)};
+    for (const auto& r : host_command(2'002'000, 8, 200))
+        w.push_back(r);
+    feed(v);
+    feed(w);
+    assembler.finish();
+    ASSERT_EQ(out.size(), 2u);
+    const Command& c = out[0];
+    EXPECT_EQ(c.submit_path, SubmitPath::sync);
+    EXPECT_EQ(c.at(slot(NVMETRACE_EV_SYNC_SUBMIT)), 998'500u);
+    EXPECT_FALSE(c.has(slot(NVMETRACE_EV_SYSCALL_SUBMIT)));
+    EXPECT_EQ(c.at(slot(NVMETRACE_EV_SYNC_RETURN)), 1'058'000u);
+    Layout l = layout_for(View::host_only, c.present, kComponents);
+    EXPECT_TRUE(l.complete());
+    EXPECT_EQ(l.first_slot, slot(NVMETRACE_EV_SYNC_SUBMIT));
+    EXPECT_EQ(l.last_slot, slot(NVMETRACE_EV_SYNC_RETURN));
+    EXPECT_EQ(l.segments.front().name, "syscall: pread/pwrite entry to the file");
+    EXPECT_EQ(l.segments.back().name, "wake-up and return (pread/pwrite)");
+    Span sp = span_of(l, c.submit_path, c.reap_unseen);
+    EXPECT_TRUE(sp.user_space);
+    EXPECT_EQ(sp.to, "its return");
+    EXPECT_NE(sp.from.find("pread64"), std::string::npos) << sp.from;
+    EXPECT_EQ(sp.interface, "pread/pwrite");
+
+    const Command& d = out[1];
+    EXPECT_FALSE(d.has(slot(NVMETRACE_EV_SYNC_RETURN)));
+    Layout ld = layout_for(View::host_only, d.present, kComponents);
+    Span sd = span_of(ld, d.submit_path, d.reap_unseen);
+    EXPECT_FALSE(sd.user_space);
+    EXPECT_NE(sd.note.find("not recorded"), std::string::npos) << sd.note;
+    EXPECT_EQ(assembler.counts().user_unmatched, 0u);
+    EXPECT_EQ(assembler.in_flight(), 0u);
+}
+
 TEST_F(AssemblerTest, IoUringReapFromTheRingIsWhereTheKernelSawIt) {
     std::vector<nvmetrace_rec> v{uring_file(1'000'000, 100, 0, 900)};
     for (const auto& r : host_command(1'002'000, 7, 100))

@@ -130,6 +130,15 @@ enum nvmetrace_event {
 	 * SQPOLL thread): never a record of its own; FILE_SUBMIT's aux says when
 	 */
 	NVMETRACE_EV_URING_SUBMIT	= 24,
+	/*
+	 * A positioned synchronous read or write (pread64, pwrite64, preadv,
+	 * pwritev, preadv2, pwritev2) of an O_DIRECT block device: the system
+	 * call's entry, never a record of its own (FILE_SUBMIT's aux says
+	 * when); and its return, with len the call's result (bytes) and aux
+	 * the thread id (see NVMETRACE_UAUX_*)
+	 */
+	NVMETRACE_EV_SYNC_SUBMIT	= 25,
+	NVMETRACE_EV_SYNC_RETURN	= 26,
 
 	/* target: nvmet core and its block backend */
 	NVMETRACE_EV_NVMET_INIT		= 32,	/* nvmet_req_init */
@@ -212,7 +221,8 @@ enum nvmetrace_event {
 /*
  * aux of NVMETRACE_EV_FILE_SUBMIT and _AIO_REAP: the thread id (kernel pid)
  * in the low 32 bits; above them FILE_SUBMIT holds the nanoseconds since the
- * io_submit() entry (0: not known, e.g. another task's entry took its
+ * system call's entry (io_submit(), or pread64() ... pwritev2()) (0: not
+ * known, e.g. another task's entry took its
  * slot; saturated at 2^32 - 1), AIO_REAP the number of events that
  * io_getevents() returned.
  */
@@ -221,14 +231,15 @@ enum nvmetrace_event {
 
 /*
  * NVMETRACE_EV_FILE_SUBMIT: cid names the interface that submitted the
- * command (0: neither, e.g. a synchronous read), tag its io_uring path
+ * command (0: none of these, e.g. read(), or the kernel's own), tag its io_uring path
  * (NVMETRACE_URING_*: neither bit for the inline issue in io_uring_enter());
  * aux holds the nanoseconds since the kernel took the submission (the
- * io_submit() or io_uring_enter() entry, or the SQE taken by the SQPOLL
- * thread).
+ * io_submit(), pread64() ... pwritev2() or io_uring_enter() entry, or the
+ * SQE taken by the SQPOLL thread).
  */
 #define NVMETRACE_IFACE_AIO		1u	/* io_submit() */
 #define NVMETRACE_IFACE_URING		2u	/* io_uring */
+#define NVMETRACE_IFACE_SYNC		3u	/* pread64() ... pwritev2() */
 #define NVMETRACE_URING_IOWQ		(1u << 0)	/* issued by an io-wq worker */
 #define NVMETRACE_URING_SQPOLL		(1u << 1)	/* taken by the SQPOLL thread */
 

@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
-"""Check an io_uring recording against the fio job it recorded (tests/guest/scenarios/36-uring.sh).
+"""Check a recording of fio's io_uring or synchronous engines against the fio job it recorded
+(tests/guest/scenarios/36-uring.sh, 37-sync.sh).
 
-  uring_check.py NAME FIO_JSON REPORT_JSON FIO-ARGS...
+  engine_check.py NAME FIO_JSON REPORT_JSON FIO-ARGS...
 
-Every fio I/O is one reported host command of an io_uring path (recorded at 1 of 1, so all of
-them), with the path the job asked for: io-wq for --force_async, the SQPOLL thread for
+Every fio I/O is one reported host command of the job's path (recorded at 1 of 1, so all of
+them): for --ioengine=psync or pvsync2 the pread/pwrite path, from the system call's entry to
+its return; for io_uring (the default) io-wq for --force_async, the SQPOLL thread for
 --sqthread_poll, else the inline issue in io_uring_enter(); of an inline or SQPOLL job, a
 command the kernel issued again from io-wq after EAGAIN counts as that, and at least half of
 them must have taken the path asked for. Every group says what its end to
@@ -32,8 +34,11 @@ def main():
     rep = json.load(open(report_path))[0]
     groups = [g for g in rep["groups"] if g["view"] != "target" and g["device"].startswith("nvme")]
     bad = []
-    inline = not opts.get("force_async") and not opts.get("sqthread_poll")
-    want = ("io_uring, io-wq" if opts.get("force_async") else
+    sync = opts.get("ioengine") in ("psync", "pvsync2")
+    # every I/O of these reaches user space, and its span is nearly all of fio's lat
+    inline = sync or (not opts.get("force_async") and not opts.get("sqthread_poll"))
+    want = ("pread/pwrite" if sync else
+            "io_uring, io-wq" if opts.get("force_async") else
             "io_uring, SQPOLL" if opts.get("sqthread_poll") else "io_uring")
     n_path = sum(g["n"] for g in groups if g["span"]["interface"] == want)
     n_all = sum(g["n"] for g in groups)
@@ -42,7 +47,7 @@ def main():
     # it went. A loaded machine sees a few (writes at QD16 waiting for a request); the
     # path the job asked for still has to be most of them.
     n_punted = (sum(g["n"] for g in groups if g["span"]["interface"] == "io_uring, io-wq")
-                if want != "io_uring, io-wq" else 0)
+                if want not in ("io_uring, io-wq", "pread/pwrite") else 0)
     print(f"{name}: fio {ios} I/Os, mean lat {fio_lat_us:.1f} us; report {n_all} host commands, "
           f"{n_path} of them by {want}"
           + (f", {n_punted} issued again by io-wq after EAGAIN" if n_punted else ""))
@@ -93,6 +98,9 @@ def main():
         if sp["interface"].startswith("io_uring") and sp["from"] not in (
                 "io_uring_enter() entry", "the SQE taken by the SQPOLL thread"):
             bad.append(f"{g['label']}: starts at {sp['from']}, not where the kernel took the SQE")
+        if sp["interface"] == "pread/pwrite" and (
+                not sp["from"].startswith("the system call's entry") or sp["to"] != "its return"):
+            bad.append(f"{g['label']}: spans {sp['from']} to {sp['to']}, not the system call")
         if not sp["user_space"] and not sp["note"]:
             bad.append(f"{g['label']}: does not reach user space and does not say why")
     if opts.get("force_async"):
