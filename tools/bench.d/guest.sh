@@ -1,7 +1,7 @@
 #!/bin/bash
 # tools/bench.d/guest.sh — guest half of tools/bench (run by `tools/lane exec`).
 #
-#   guest.sh MODE SECONDS RAMP ROUNDS "QDS" "CASES"
+#   guest.sh MODE SECONDS RAMP ROUNDS "QDS" "CASES" [ENGINE]
 #
 # One guest, one nvme-tcp loopback namespace on null_blk; every case runs in the same guest,
 # in interleaved rounds (round 1: every case, then round 2: every case, ...) so slow drift
@@ -18,13 +18,14 @@
 #   ftrace   tracefs events nvme_setup_cmd, nvme_complete_rq, nvmet_req_init,
 #            nvmet_req_complete, block_rq_issue, block_rq_complete into the ring buffer,
 #            nothing reading it (module not loaded)               (e)
-# Per (round, case, QD) one fio run: randread 4k libaio direct, time_based SECONDS after
+# Per (round, case, QD) one fio run: randread 4k direct with fio's ENGINE (libaio unless
+# given; psync and pvsync2 ignore the QD), time_based SECONDS after
 # RAMP seconds of ramp. A recording is started before and stopped after each fio run, its
 # file goes to the guest's tmpfs (not to the 9p results share) and is deleted.
 # Output: $RESULTS/raw.csv (one row per fio run) and $RESULTS/guest.meta; fio JSON and the
 # recorder's output per run under $RESULTS/runs/.
 . "$NVMETRACE_SRC/tests/guest/lib.sh"
-MODE=$1 SECONDS_RUN=$2 RAMP=$3 ROUNDS=$4 QDS=$5 CASES=$6
+MODE=$1 SECONDS_RUN=$2 RAMP=$3 ROUNDS=$4 QDS=$5 CASES=$6 ENGINE=${7:-libaio}
 need_ko
 need_bin
 # private copies: the lane may rebuild build/kmod-<release>/ and build/user/ (another run,
@@ -161,7 +162,7 @@ one_run() {
 	esac
 	sample
 	d0=$S_READS
-	run_fio_bg "runs/$name" --filename="/dev/$dev" --ioengine=libaio --direct=1 --rw=randread --bs=4k \
+	run_fio_bg "runs/$name" --filename="/dev/$dev" --ioengine="$ENGINE" --direct=1 --rw=randread --bs=4k \
 		--iodepth="$qd" --time_based --runtime="$SECONDS_RUN" --ramp_time="$RAMP"
 	n=0
 	while sample && [ "$S_READS" = "$d0" ]; do
