@@ -1,7 +1,7 @@
 #!/bin/bash
 # 15-probe: `nvmetrace probe` tells the truth: with nvme-core not loaded its hooks wait for
 # it; with the target set up every target hook attaches (nvmet's layout from BTF), the
-# function-entry ones through ftrace (the do_io_getevents kretprobe as a kprobe); a hook
+# function-entry ones through ftrace (the do_io_getevents and pread/pwrite kretprobes as kprobes); a hook
 # on a function that does not exist (module parameter probe_test_symbol) is reported absent
 # and probe fails; nothing stays attached afterwards. The nvme-tcp send hooks are the
 # exact ones where the module has them, else their stand-in (inline / spare states). Without
@@ -50,6 +50,10 @@ for h in nvmet_bdev_execute_rw nvmet_bio_done blkdev_read_iter aio_complete_rw; 
 	grep -qE "^  ok +$h +ftrace" "$RESULTS/both.txt" || fail "$h not reported attached through ftrace"
 done
 grep -qE '^  ok +do_io_getevents +kprobe' "$RESULTS/both.txt" || fail "do_io_getevents (a kretprobe) not reported as a kprobe"
+for h in pread64 pwrite64 preadv pwritev preadv2 pwritev2; do
+	grep -qE "^  ok +__x64_sys_$h +kprobe" "$RESULTS/both.txt" ||
+		fail "__x64_sys_$h (a kretprobe) not reported as an attached kprobe"
+done
 grep -q '  load: ok' "$RESULTS/both.txt" || fail "load not ok"
 # START needs CAP_SYS_ADMIN, as /dev/nvmetrace does; reading the status does not
 if capsh --drop=cap_sys_admin -- -c "$NT probe -r host" >"$RESULTS/no-sys-admin.txt" 2>&1; then

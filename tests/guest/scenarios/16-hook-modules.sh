@@ -9,7 +9,7 @@
 # back (nvme_tcp is the same module: its BTF has the identity START carried with its layout,
 # so its hooks are not left STALE, which the recorder would report), and the recording
 # survives a fio run. After the recording neither enabled_functions
-# nor the kprobe list holds any of them (nor the do_io_getevents kretprobe).
+# nor the kprobe list holds any of them (nor the do_io_getevents and pread/pwrite kretprobes).
 # Then a target-only recording whose modules (nvmet_tcp, nvmet) all go away: nothing stays
 # hooked (nvmetrace's ftrace ops is unregistered, never left with an empty filter, which
 # would trace every function), and the hooks come back when the modules do.
@@ -91,7 +91,7 @@ fio_check rd
 cp $EF "$RESULTS/enabled-4.txt"
 ! grep -qE '^(nvme_tcp_|blkdev_read_iter|blkdev_write_iter|aio_complete_rw|__x64_sys_io_submit)' $EF ||
 	fail "hooks left in $EF after the recording: $(cat $EF)"
-! grep -qE 'nvme_tcp_|blkdev_read_iter|do_io_getevents' $KL 2>/dev/null ||
+! grep -qE 'nvme_tcp_|blkdev_read_iter|do_io_getevents|__x64_sys_p(read|write)' $KL 2>/dev/null ||
 	fail "kprobes left after the recording: $(cat $KL)"
 grep -q 'written to' "$RESULTS/record.out" || { cat "$RESULTS/record.out"; fail "record wrote no file"; }
 

@@ -47,7 +47,7 @@ fio_check mix
 kill -INT $rec
 wait $rec || { cat "$RESULTS/record.out"; fail "record failed"; }
 cat "$RESULTS/record.out"
-for f in $FNS do_io_getevents; do
+for f in $FNS do_io_getevents __x64_sys_pread64 __x64_sys_pwritev2; do
 	[ -z "$(kprobed $f)" ] || fail "$f still has a kprobe after the recording: $(kprobed $f)"
 done
 
