@@ -20,7 +20,9 @@
  *    if the task is in that call, else now (the SQPOLL thread).  No record.
  *  - io_uring_queue_async_work: the request is punted to io-wq (the inline
  *    issue would block, or IOSQE_ASYNC): its submission time and the time
- *    it was queued are kept in a small table by the request's address.
+ *    it was queued are kept in a small table by the request's address
+ *    (uring_wq_core.h: a set of ways per hash, since a ring recycles the
+ *    same few requests and two that hash alike must not evict each other).
  *  - the file submission (probes/aio.c) asks uring_origin() whether its
  *    kiocb is an io_uring request's: the task's current one (inline issue,
  *    or the SQPOLL thread's), or one an io-wq worker finds in the table,
@@ -72,6 +74,7 @@
 
 #include "probe.h"
 #include "uring.h"
+#include "../uring_wq_core.h"
 
 /* every member of the request's first union starts with the file pointer */
 static_assert(offsetof(struct io_kiocb, file) == 0);
@@ -155,14 +158,14 @@ static __always_inline bool uring_task_req(const struct uring_task *t, const voi
 	return READ_ONCE(t->task) == current;
 }
 
-struct uring_wq {
-	const void *req;	/* NULL: free; written last */
-	u64 start;		/* the request's submission */
-	u64 queued;		/* handed to io-wq */
-} ____cacheline_aligned_in_smp;	/* written per punt: a line per request */
+/* requests handed to io-wq, by sets of ways (uring_wq_core.h) */
+#define URING_WQ_SET_BITS	6
+static struct nvmetrace_uring_wq uring_wq[1 << URING_WQ_SET_BITS][NVMETRACE_URING_WQ_WAYS];
 
-#define URING_WQ_BITS	8
-static struct uring_wq uring_wq[1 << URING_WQ_BITS];
+static __always_inline struct nvmetrace_uring_wq *uring_wq_set(const void *req)
+{
+	return uring_wq[hash_ptr(req, URING_WQ_SET_BITS)];
+}
 
 static __always_inline bool in_uring_enter(void)
 {
@@ -186,8 +189,8 @@ static void probe_submit_req(void *data, struct io_kiocb *req)
 
 static void probe_queue_async(void *data, struct io_kiocb *req, int rw)
 {
-	struct uring_wq *w = &uring_wq[hash_ptr(req, URING_WQ_BITS)];
 	struct uring_task *t = uring_task();
+	struct nvmetrace_uring_wq *w;
 	u64 now, start;
 	bool sqpoll;
 
@@ -196,10 +199,9 @@ static void probe_queue_async(void *data, struct io_kiocb *req, int rw)
 	now = ktime_get_ns();
 	if (!uring_task_req(t, req, &start, &sqpoll))
 		start = now;
-	WRITE_ONCE(w->req, NULL);
-	w->start = start;
-	w->queued = now;
-	smp_store_release(&w->req, req);	/* the times, then req */
+	w = nvmetrace_uring_wq_claim(uring_wq_set(req), req);
+	if (w)
+		nvmetrace_uring_wq_publish(w, req, start, now);
 }
 
 bool nvmetrace_uring_origin(const struct kiocb *iocb, u64 *since, u16 *path,
@@ -207,7 +209,6 @@ bool nvmetrace_uring_origin(const struct kiocb *iocb, u64 *since, u16 *path,
 {
 	const void *req = iocb;	/* the kiocb is the request's first member */
 	struct uring_task *t = uring_task();
-	struct uring_wq *w;
 	u64 now, start, queued;
 	bool sqpoll;
 
@@ -219,19 +220,8 @@ bool nvmetrace_uring_origin(const struct kiocb *iocb, u64 *since, u16 *path,
 	}
 	if (!(current->flags & PF_IO_WORKER))
 		return false;
-	w = &uring_wq[hash_ptr(req, URING_WQ_BITS)];
-	/* req, then the times its writer published with it */
-	if (smp_load_acquire(&w->req) != req)
+	if (!nvmetrace_uring_wq_find(uring_wq_set(req), req, &start, &queued))
 		return false;
-	start = w->start;
-	queued = w->queued;
-	/*
-	 * Left in place: the worker may try again (a nonblocking try, then a
-	 * blocking one), and each try is recorded; every punt rewrites it.
-	 */
-	smp_rmb();	/* the times, then req again */
-	if (READ_ONCE(w->req) != req)
-		return false;	/* taken over by another request meanwhile */
 	now = ktime_get_ns();
 	*since = now - start;
 	*path = NVMETRACE_URING_IOWQ;
