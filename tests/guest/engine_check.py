@@ -12,9 +12,15 @@ command the kernel issued again from io-wq after EAGAIN counts as that, and at l
 them must have taken the path asked for. Every group says what its end to
 end spans: a group from the io_uring_enter() entry to its return reaches user space; one whose
 reap is not seen says so. Prints the report's end to end beside fio's mean lat, per group and
-over the commands whose span reaches user space. Exit 1 with the reasons when a check fails.
+over the commands whose span reaches user space. With POLL_QID in the environment (the
+controller's poll queue), an io_uring --hipri=1 job's commands (IORING_SETUP_IOPOLL) all ran on
+that queue, and no command of a job without it did; a synchronous --hipri=1 job (RWF_HIPRI)
+goes where the kernel sends it: block/fops.c polls only asynchronous direct I/O, so its
+commands take the interrupt-driven queues, and the count is printed. Exit 1 with the reasons
+when a check fails.
 """
 import json
+import os
 import sys
 
 
@@ -140,6 +146,16 @@ def main():
                 continue
             if g["span"]["user_space"] or "not seen" not in g["span"]["note"]:
                 bad.append(f"{g['label']}: SQPOLL's reap is unseen, the group does not say so")
+    if os.environ.get("POLL_QID"):
+        poll_qid = int(os.environ["POLL_QID"])
+        hipri = opts.get("hipri") == "1"
+        on_poll = sum(q["n"] for g in groups for q in g.get("queues", []) if q["qid"] == poll_qid)
+        print(f"  on the poll queue (qid {poll_qid}): {on_poll} of {n_all} commands")
+        if hipri and not sync and on_poll != n_all:
+            bad.append(f"--hipri=1: {n_all - on_poll} of {n_all} commands not on the poll "
+                       f"queue {poll_qid}")
+        if not hipri and on_poll:
+            bad.append(f"{on_poll} commands of a job without --hipri on the poll queue {poll_qid}")
     for b in bad:
         print(f"  FAIL: {b}")
     return 1 if bad else 0
