@@ -406,10 +406,22 @@ void Assembler::attach_file_submit(Command& c, const Waiting& file, uint64_t bio
                    : NVMETRACE_EV_SYSCALL_SUBMIT,
             file.ts - since);
     Waiting q;
-    if (uring && (file.tag & NVMETRACE_URING_IOWQ) &&
-        take_latest(WaitKey{c.lba, c.dev, static_cast<uint8_t>(c.op), 5}, bio_ts, &q) &&
-        q.aux <= file.ts && (!since || q.aux >= file.ts - since))
+    if (!uring || !(file.tag & NVMETRACE_URING_IOWQ) ||
+        !take_latest(WaitKey{c.lba, c.dev, static_cast<uint8_t>(c.op), 5}, bio_ts, &q) ||
+        q.aux > file.ts)
+        return;
+    // The kernel reads the clock for "since" a moment before the record's
+    // own, so the SQE's time found from it is late by that moment, and a
+    // punt right after the SQE (the first of an io_uring_enter() call) can
+    // look earlier than the SQE.  The request was taken no later than it was
+    // punted: within kSinceSlackNs the punt's time is the SQE's too.
+    const uint64_t sqe = since && since <= file.ts ? file.ts - since : 0;
+    if (q.aux >= sqe) {
         set(NVMETRACE_EV_URING_WQ, q.aux);
+    } else if (sqe - q.aux <= kSinceSlackNs) {
+        set(NVMETRACE_EV_URING_SUBMIT, q.aux);
+        set(NVMETRACE_EV_URING_WQ, q.aux);
+    }
 }
 
 void Assembler::push_target(const nvmetrace_rec& rec, int slot) {

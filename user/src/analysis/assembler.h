@@ -312,6 +312,9 @@ private:
     // held retries are looked over once a second of recording, not per record
     static constexpr uint64_t kRetryExpiryStepNs = 1'000'000'000ull;
     uint64_t next_retry_expiry_ = 0;
+    // how much later than the punt to io-wq a SQE time found from a file
+    // submission's "since" may be and still be the punt's (attach_file_submit)
+    static constexpr uint64_t kSinceSlackNs = 10'000;
 };
 
 // Merges per-CPU streams, each already in ts order, into one in ts order

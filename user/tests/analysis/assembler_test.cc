@@ -280,6 +280,43 @@ TEST_F(AssemblerTest, IoUringThroughIoWqIsTimedFromItsLastTry) {
     EXPECT_EQ(l.stages[l.segments[1].stage].name, "queued in io-wq");
 }
 
+// The first SQE of an io_uring_enter() call punted at once: the file
+// submission's "since" was read a moment before the record's clock, so the
+// SQE's time found from it is 300 ns after the punt.  The punt keeps its
+// stage, and the SQE is taken at the punt; a punt 50 us before the SQE is
+// another request's and is not used.
+TEST_F(AssemblerTest, IoUringPuntJustBeforeTheFoundSqeIsTheSqe) {
+    const uint64_t t0 = 1'000'000;
+    nvmetrace_rec wq =
+        host(NVMETRACE_EV_URING_WQ, t0 + 4101, 0, 4242, false, kNvme0n1, 0, 0, t0 - 300);
+    std::vector<nvmetrace_rec> v{uring_file(t0 + 4100, 4242, NVMETRACE_URING_IOWQ, 4100), wq};
+    for (const auto& r : host_command(t0 + 6000, 7, 4242))
+        v.push_back(r);
+    for (const auto& r : uring_tail(t0 + 6000, 4242))
+        v.push_back(r);
+    nvmetrace_rec far =
+        host(NVMETRACE_EV_URING_WQ, t0 + 100'101, 0, 777, false, kNvme0n1, 0, 0, t0 + 50'000);
+    v.push_back(uring_file(t0 + 100'100, 777, NVMETRACE_URING_IOWQ, 100));
+    v.push_back(far);
+    for (const auto& r : host_command(t0 + 102'000, 8, 777))
+        v.push_back(r);
+    for (const auto& r : uring_tail(t0 + 102'000, 777))
+        v.push_back(r);
+    feed(v);
+    ASSERT_EQ(out.size(), 2u);
+    const Command& c = out[0].lba == 4242 ? out[0] : out[1];
+    const Command& d = out[0].lba == 4242 ? out[1] : out[0];
+    EXPECT_EQ(c.submit_path, SubmitPath::uring_iowq);
+    EXPECT_EQ(c.at(slot(NVMETRACE_EV_URING_SUBMIT)), t0 - 300);
+    EXPECT_EQ(c.at(slot(NVMETRACE_EV_URING_WQ)), t0 - 300);
+    Layout l = layout_for(View::host_only, c.present, kComponents);
+    EXPECT_TRUE(l.complete());
+    ASSERT_GE(l.segments.size(), 2u);
+    EXPECT_EQ(l.segments[1].name, "queued in io-wq");
+    EXPECT_EQ(d.at(slot(NVMETRACE_EV_URING_SUBMIT)), t0 + 100'000);
+    EXPECT_FALSE(d.has(slot(NVMETRACE_EV_URING_WQ)));
+}
+
 // A reap the kernel cannot see: the CQE was posted before the io_uring_enter()
 // call that returned (user space may have taken it from the mapped ring), or
 // by an io thread (SQPOLL), or returned by a call that did not wait for
