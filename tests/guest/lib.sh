@@ -187,6 +187,18 @@ tcp_send_hooks() {
 }
 nvme_tcp_connect() { nvme_fabrics_connect tcp "$NVMET_ADDR" "$@"; }
 nvme_rdma_connect() { nvme_fabrics_connect rdma "$RDMA_ADDR" "$@"; }
+# POLL_QUEUE_OPTS: connect options for two I/O queues and a poll queue; poll_queue_note DEV: check
+# that DEV polls and write its poll queue's qid to $RESULTS/poll-qid (nvme-tcp and nvme-rdma
+# order their queues default, read, poll: the poll queue is the last)
+POLL_QUEUE_OPTS=",nr_io_queues=2,nr_poll_queues=1"
+poll_queue_note() {
+	local dev=$1 qc
+	qc=$(cat /sys/class/nvme/"${dev%n*}"/queue_count) || fail "no queue_count for ${dev%n*}"
+	[ "$(cat /sys/block/"$dev"/queue/io_poll)" = 1 ] ||
+		fail "$dev: io_poll is not 1 with a poll queue"
+	echo $((qc - 1)) >"$RESULTS/poll-qid"
+	log "$dev: $((qc - 1)) I/O queues, qid $((qc - 1)) polled"
+}
 
 rxe_setup() {
 	local m

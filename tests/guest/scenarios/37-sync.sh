@@ -14,12 +14,9 @@ need_ko
 need_bin
 
 nvmet_tcp_setup
-# two I/O queues and a poll queue, the last (nvme-tcp orders them default, read, poll)
-dev=$(nvme_tcp_connect "$NVMET_NQN" ",nr_io_queues=2,nr_poll_queues=1")
-qc=$(cat /sys/class/nvme/"${dev%n*}"/queue_count) || fail "no queue_count for ${dev%n*}"
-[ "$(cat /sys/block/"$dev"/queue/io_poll)" = 1 ] || fail "$dev: io_poll is not 1 with a poll queue"
-echo $((qc - 1)) >"$RESULTS/poll-qid"
-log "$dev: $((qc - 1)) I/O queues, qid $((qc - 1)) polled"
+# two I/O queues and a poll queue
+dev=$(nvme_tcp_connect "$NVMET_NQN" "$POLL_QUEUE_OPTS")
+poll_queue_note "$dev"
 insmod "$NVMETRACE_KO" || fail "insmod failed"
 
 # (37-sync.check reports and checks each job on the lane's machine, with its FIO-ARGS)
