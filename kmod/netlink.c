@@ -10,10 +10,12 @@
  * LAYOUT and DMA_COST, which change what the kernel does, need CAP_SYS_ADMIN too, as
  * /dev/nvmetrace does (checked in their handlers, which say so in extack).  The family exists
  * only in the initial network namespace (.netnsok unset): the rings are
- * global.  Every request is strictly validated against nvmetrace_genl_policy:
- * unknown or reply-only attributes, wrong lengths, unknown NVMETRACE_A_FLAGS
- * bits and unknown roles are refused with -EINVAL (SAMPLE 0: -ERANGE) and an
- * extack message before any handler runs.  Nested attributes need NLA_F_NESTED.
+ * global.  POOL_GET and DMA_COST name a block device by a descriptor of the
+ * sender's open on it (FD), never by its number alone.  Every request is
+ * strictly validated against nvmetrace_genl_policy: unknown or reply-only
+ * attributes, wrong lengths, unknown NVMETRACE_A_FLAGS bits and unknown roles
+ * are refused with -EINVAL (SAMPLE 0: -ERANGE) and an extack message before
+ * any handler runs.  Nested attributes need NLA_F_NESTED.
  *
  * Handlers run in process context and may sleep.  .parallel_ops is set, so
  * the genetlink core does not serialize them: START and STOP take
@@ -23,6 +25,8 @@
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/cpumask.h>
+#include <linux/file.h>
+#include <linux/fs.h>
 #include <linux/module.h>
 #include <linux/netlink.h>
 #include <linux/workqueue.h>
@@ -72,6 +76,7 @@ static const struct nla_policy nvmetrace_genl_policy[NVMETRACE_A_MAX + 1] = {
  */
 static const struct nla_policy nvmetrace_genl_pool_policy[NVMETRACE_A_MAX + 1] = {
 	[NVMETRACE_A_DEV]	= { .type = NLA_U32 },
+	[NVMETRACE_A_FD]	= { .type = NLA_U32 },
 };
 
 static const struct nla_policy nvmetrace_genl_dma_req_policy[NVMETRACE_D_MAX + 1] = {
@@ -80,6 +85,7 @@ static const struct nla_policy nvmetrace_genl_dma_req_policy[NVMETRACE_D_MAX + 1
 
 static const struct nla_policy nvmetrace_genl_dma_policy[NVMETRACE_A_MAX + 1] = {
 	[NVMETRACE_A_DEV]	= { .type = NLA_U32 },
+	[NVMETRACE_A_FD]	= { .type = NLA_U32 },
 	[NVMETRACE_A_DMA]	= NLA_POLICY_NESTED(nvmetrace_genl_dma_req_policy),
 };
 
@@ -518,18 +524,69 @@ static int nvmetrace_genl_layout(struct sk_buff *skb, struct genl_info *info)
 }
 
 /*
- * POOL_GET: the module's test pool, and the kernel's blk_iobuf pool (of DEV's
- * queue, when DEV is given).
+ * The block device a request names, from FD: a file descriptor of the sender
+ * open for reading on it.  A generic netlink request is handled in the
+ * context of the task that sent it, so FD is looked up in the sender's own
+ * table, and its open has passed the VFS permission check, the device cgroup
+ * and any LSM: the module never looks at a device its caller could not have
+ * read.  DEV, when given as well, must be the same device.
+ */
+static int nvmetrace_genl_dev_of_fd(struct genl_info *info, u32 *dev)
+{
+	struct nlattr *dev_attr = info->attrs[NVMETRACE_A_DEV];
+	struct nlattr *fd_attr = info->attrs[NVMETRACE_A_FD];
+	struct inode *inode;
+	struct file *f;
+	int err = 0;
+
+	if (!fd_attr) {
+		NL_SET_ERR_MSG_ATTR(info->extack, dev_attr,
+				    "FD is required: a descriptor of yours open for reading on the block device");
+		return -EINVAL;
+	}
+	f = fget(nla_get_u32(fd_attr));
+	if (!f) {
+		NL_SET_ERR_MSG_ATTR(info->extack, fd_attr,
+				    "FD is not an open file descriptor of the sender");
+		return -EBADF;
+	}
+	inode = file_inode(f);
+	if (!S_ISBLK(inode->i_mode)) {
+		NL_SET_ERR_MSG_ATTR(info->extack, fd_attr, "FD is not a block device");
+		err = -ENOTBLK;
+	} else if (!(f->f_mode & FMODE_READ)) {
+		NL_SET_ERR_MSG_ATTR(info->extack, fd_attr, "FD is not open for reading");
+		err = -EBADF;
+	} else if (dev_attr && nla_get_u32(dev_attr) != (u32)inode->i_rdev) {
+		NL_SET_ERR_MSG_ATTR(info->extack, dev_attr,
+				    "DEV is not the device FD is open on");
+		err = -EINVAL;
+	} else {
+		*dev = inode->i_rdev;
+	}
+	fput(f);
+	return err;
+}
+
+/*
+ * POOL_GET: the module's test pool, and the kernel's blk_iobuf pool (of the
+ * queue of FD's device, when FD is given).
  */
 static int nvmetrace_genl_pool_get(struct sk_buff *skb, struct genl_info *info)
 {
-	struct nlattr *dev_attr = info->attrs[NVMETRACE_A_DEV];
+	bool have_dev = info->attrs[NVMETRACE_A_DEV] || info->attrs[NVMETRACE_A_FD];
 	struct nvmetrace_pool_stats st;
 	struct sk_buff *msg;
 	struct nlattr *nest;
+	u32 dev = 0;
 	void *hdr;
 	int err;
 
+	if (have_dev) {
+		err = nvmetrace_genl_dev_of_fd(info, &dev);
+		if (err)
+			return err;
+	}
 	nvmetrace_pool_stats(&st);
 	msg = nvmetrace_genl_reply_new(info, &hdr);
 	if (!msg)
@@ -551,21 +608,20 @@ static int nvmetrace_genl_pool_get(struct sk_buff *skb, struct genl_info *info)
 		nlmsg_free(msg);
 		return -EMSGSIZE;
 	}
-	err = nvmetrace_kpool_put(info, msg, dev_attr ? nla_get_u32(dev_attr) : 0,
-				  dev_attr);
+	err = nvmetrace_kpool_put(info, msg, dev, have_dev);
 	if (err) {
 		nlmsg_free(msg);
 		return err < 0 ? err : -EMSGSIZE;
 	}
 	nla_nest_end(msg, nest);
-	if (dev_attr && nla_put_u32(msg, NVMETRACE_A_DEV, nla_get_u32(dev_attr))) {
+	if (have_dev && nla_put_u32(msg, NVMETRACE_A_DEV, dev)) {
 		nlmsg_free(msg);
 		return -EMSGSIZE;
 	}
 	return nvmetrace_genl_reply_send(msg, hdr, info);
 }
 
-/* DMA_COST: DEV (required), optionally DMA { ITERS }. */
+/* DMA_COST: FD (required), optionally DEV and DMA { ITERS }. */
 static int nvmetrace_genl_dma_cost(struct sk_buff *skb, struct genl_info *info)
 {
 	u32 iters = NVMETRACE_DMA_ITERS_DEFAULT, dev;
@@ -577,9 +633,9 @@ static int nvmetrace_genl_dma_cost(struct sk_buff *skb, struct genl_info *info)
 	if (!nvmetrace_genl_sys_admin(skb, info))
 		return -EPERM;
 
-	if (GENL_REQ_ATTR_CHECK(info, NVMETRACE_A_DEV))
-		return -EINVAL;
-	dev = nla_get_u32(info->attrs[NVMETRACE_A_DEV]);
+	err = nvmetrace_genl_dev_of_fd(info, &dev);
+	if (err)
+		return err;
 	if (info->attrs[NVMETRACE_A_DMA]) {
 		err = nla_parse_nested(tb, NVMETRACE_D_MAX, info->attrs[NVMETRACE_A_DMA],
 				       nvmetrace_genl_dma_req_policy, info->extack);

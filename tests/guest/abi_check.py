@@ -86,8 +86,8 @@ fam = struct.unpack("H", msgs[0][CTRL_ATTR_FAMILY_ID])[0]
 
 err, msgs, _ = g.req(fam, CMD["GET_VERSION"])
 v = msgs[0] if msgs else {}
-check(err == 0 and u32(v[A["ABI_VERSION"]]) == 6 and u32(v[A["RING_VERSION"]]) == 2,
-      "GET_VERSION abi 6, ring 2")
+check(err == 0 and u32(v[A["ABI_VERSION"]]) == 7 and u32(v[A["RING_VERSION"]]) == 2,
+      "GET_VERSION abi 7, ring 2")
 mv = v.get(A["MODULE_VERSION"], b"").rstrip(b"\0").decode()
 check(mv == open(os.environ["NVMETRACE_SRC"] + "/VERSION").read().strip(), "MODULE_VERSION " + mv)
 

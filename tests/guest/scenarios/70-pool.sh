@@ -5,7 +5,7 @@
 # registered as io_uring fixed buffers for O_DIRECT write_fixed/read_fixed on an nvme-tcp
 # namespace with zero fallbacks (pool_io_check), and again on a pool made of smaller folios
 # (the fallback path, forced with pool_test_max_order); `nvmetrace dmacost` on nvme-tcp says
-# plainly there is no DMA; unload after unmap.
+# plainly there is no DMA, and refuses a device its caller cannot read; unload after unmap.
 # lane-timeout: 300
 . "$NVMETRACE_SRC/tests/guest/lib.sh"
 need_ko
@@ -107,8 +107,22 @@ grep -q "^$dev: no DMA: " "$RESULTS/dmacost-tcp.txt" || fail "dmacost on nvme-tc
 	>/dev/null || fail "dmacost --json on nvme-tcp"
 "$NVMETRACE_BIN" dmacost /dev/nullb0 | grep -q "no DMA" || fail "dmacost on null_blk did not say 'no DMA'"
 if "$NVMETRACE_BIN" dmacost 7:250 2>"$RESULTS/dmacost-bad.err"; then fail "dmacost of a missing device"; fi
-grep -q "DMA_COST: .*cannot open the block device" "$RESULTS/dmacost-bad.err" ||
+grep -q "7:250: no block device 7:250 here" "$RESULTS/dmacost-bad.err" ||
 	fail "dmacost of a missing device: $(cat "$RESULTS/dmacost-bad.err")"
+# an administrator who may not read the device may not measure it either: root without
+# CAP_DAC_OVERRIDE and CAP_DAC_READ_SEARCH, on a node of null_blk's disk with mode 000
+node=/dev/nvmetrace-test-nullb0
+rm -f "$node"
+mknod -m 000 "$node" b $((16#$(stat -c '%t' /dev/nullb0))) $((16#$(stat -c '%T' /dev/nullb0))) ||
+	fail "mknod $node"
+if setpriv --bounding-set=-dac_override,-dac_read_search --inh-caps=-dac_override,-dac_read_search \
+	"$NVMETRACE_BIN" dmacost "$node" 2>"$RESULTS/dmacost-perm.err"; then
+	fail "dmacost of a device its caller cannot read"
+fi
+grep -q "$node: cannot open it for reading: Permission denied" "$RESULTS/dmacost-perm.err" ||
+	fail "dmacost of an unreadable device: $(cat "$RESULTS/dmacost-perm.err")"
+"$NVMETRACE_BIN" dmacost "$node" | grep -q "no DMA" || fail "dmacost by the same node with DAC override"
+rm -f "$node"
 
 rmmod nvmetrace || fail "rmmod after unmap"
 nvme_disconnect_all

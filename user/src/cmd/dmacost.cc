@@ -7,14 +7,18 @@
 #include "util/json_num.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/nvmetrace.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <limits>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -61,6 +65,58 @@ BlockDevice resolve_block_device(const std::string& arg, const std::string& sysf
             "{}: no such block device (not in {}/class/block; give /dev/NAME or MAJ:MIN)", arg,
             sysfs_root));
     return {kernel_dev(maj, min), arg};
+}
+
+OpenBlockDevice::OpenBlockDevice(int fd, std::string path, uint32_t dev)
+    : fd_(fd), path_(std::move(path)), dev_(dev) {}
+
+OpenBlockDevice::~OpenBlockDevice() {
+    if (fd_ >= 0)
+        ::close(fd_);
+}
+
+OpenBlockDevice::OpenBlockDevice(OpenBlockDevice&& other) noexcept
+    : fd_(std::exchange(other.fd_, -1)), path_(std::move(other.path_)), dev_(other.dev_) {}
+
+OpenBlockDevice open_block_device(const BlockDevice& dev, const std::string& sysfs_root,
+                                  const std::string& dev_root) {
+    const std::string majmin = dev_number(dev.dev);
+    std::string path = dev.name;
+    if (path.find('/') == std::string::npos) {
+        // the kernel's name of the node, as udev and devtmpfs make it
+        const std::string uevent = fmt::format("{}/dev/block/{}/uevent", sysfs_root, majmin);
+        std::ifstream in(uevent);
+        if (!in)
+            throw Error(
+                fmt::format("{}: no block device {} here (no {})", dev.name, majmin, uevent));
+        std::string line, devname;
+        while (std::getline(in, line))
+            if (line.starts_with("DEVNAME="))
+                devname = line.substr(8);
+        if (devname.empty())
+            throw Error(
+                fmt::format("{} ({}): no DEVNAME in {}/dev/block/{}/uevent: give its /dev path",
+                            dev.name, majmin, sysfs_root, majmin));
+        path = fmt::format("{}/{}", dev_root, devname);
+    }
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        const int err = errno;
+        throw Error(fmt::format(
+            "{}: cannot open it for reading: {} (the module looks only at a device you can read)",
+            path, std::strerror(err)));
+    }
+    OpenBlockDevice opened(fd, path, dev.dev);
+    struct stat st {};
+    if (fstat(fd, &st) != 0)
+        throw errno_error(path, errno);
+    if (!S_ISBLK(st.st_mode))
+        throw Error(fmt::format("{}: not a block device", path));
+    if (kernel_dev(major(st.st_rdev), minor(st.st_rdev)) != dev.dev)
+        throw Error(fmt::format("{} is the device {}, not {} ({})", path,
+                                dev_number(kernel_dev(major(st.st_rdev), minor(st.st_rdev))),
+                                dev.name, majmin));
+    return opened;
 }
 
 double median_ns(std::vector<uint32_t> ns) {

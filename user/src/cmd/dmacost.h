@@ -24,6 +24,32 @@ struct BlockDevice {
 // "259:0".  Throws Error saying what is wrong.
 BlockDevice resolve_block_device(const std::string& arg, const std::string& sysfs_root = "/sys");
 
+// A block device open for reading, for the module's POOL_GET and DMA_COST: the
+// module looks only at a device its caller can open.  Closed with the object.
+class OpenBlockDevice {
+public:
+    OpenBlockDevice(int fd, std::string path, uint32_t dev);
+    ~OpenBlockDevice();
+    OpenBlockDevice(OpenBlockDevice&& other) noexcept;
+    OpenBlockDevice& operator=(OpenBlockDevice&&) = delete;
+    OpenBlockDevice(const OpenBlockDevice&) = delete;
+    OpenBlockDevice& operator=(const OpenBlockDevice&) = delete;
+
+    [[nodiscard]] DeviceRef ref() const { return {dev_, fd_}; }
+    [[nodiscard]] const std::string& path() const { return path_; }
+
+private:
+    int fd_;
+    std::string path_;
+    uint32_t dev_;
+};
+
+// Opens the node of dev read-only: dev.name when it is a path, else
+// DEV_ROOT/DEVNAME from SYSFS/dev/block/MAJ:MIN/uevent.  Throws Error saying
+// what is wrong (no node, no permission, a node of another device).
+OpenBlockDevice open_block_device(const BlockDevice& dev, const std::string& sysfs_root = "/sys",
+                                  const std::string& dev_root = "/dev");
+
 // Median of raw nanoseconds (mean of the middle two for an even count); 0 for
 // none.
 double median_ns(std::vector<uint32_t> ns);

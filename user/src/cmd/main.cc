@@ -17,6 +17,7 @@
 #include "util/json_num.h"
 #include "version.h"
 
+#include <linux/nvmetrace.h>
 #include <stdio.h>
 
 #include <exception>
@@ -61,12 +62,28 @@ int cmd_status(bool json) {
     return 0;
 }
 
+// POOL_GET and DMA_COST name a device by a descriptor open on it from ABI 7 on.
+void need_device_fd_abi(GenlClient& client, const char* what) {
+    const ModuleVersion v = client.get_version();
+    if (v.abi_version < 7)
+        throw Error(fmt::format(
+            "{}: the loaded module (ABI {}) takes a device by number, which this tool no "
+            "longer sends; load the nvmetrace.ko of this version (ABI {})",
+            what, v.abi_version, NVMETRACE_ABI_VERSION));
+}
+
 int cmd_pool(bool json, const std::string& dev_arg) {
     std::optional<BlockDevice> dev;
-    if (!dev_arg.empty())
+    std::optional<OpenBlockDevice> opened;
+    if (!dev_arg.empty()) {
         dev = resolve_block_device(dev_arg);
+        opened.emplace(open_block_device(*dev));
+    }
     GenlClient client;
-    PoolInfo pool = client.pool_get(dev ? std::optional<uint32_t>(dev->dev) : std::nullopt);
+    if (opened)
+        need_device_fd_abi(client, "pool --dev");
+    PoolInfo pool =
+        client.pool_get(opened ? std::optional<DeviceRef>(opened->ref()) : std::nullopt);
     const std::string name = dev ? dev->name : "";
     if (json)
         fmt::print("{}\n", json_text(pool_json(pool, name), 2));
@@ -77,8 +94,10 @@ int cmd_pool(bool json, const std::string& dev_arg) {
 
 int cmd_dmacost(bool json, const std::string& dev_arg, uint32_t iters) {
     const BlockDevice dev = resolve_block_device(dev_arg);
+    const OpenBlockDevice opened = open_block_device(dev);
     GenlClient client;
-    DmaCost cost = client.dma_cost(dev.dev, iters);
+    need_device_fd_abi(client, "dmacost");
+    DmaCost cost = client.dma_cost(opened.ref(), iters);
     if (json)
         fmt::print("{}\n", json_text(dmacost_json(cost, dev.name), 2));
     else
@@ -185,7 +204,10 @@ int run(int argc, char** argv) {
         "dmacost", "DMA map+unmap cost per I/O size on a block device's DMA device");
     dmacost->footer(
         "Examples:\n  nvmetrace dmacost nvme0n1\n  nvmetrace dmacost -n 64 --json /dev/nvme0n1");
-    dmacost->add_option("device", dma_dev, "Block device: /dev/nvme0n1, nvme0n1 or MAJ:MIN")
+    dmacost
+        ->add_option("device", dma_dev,
+                     "Block device: /dev/nvme0n1, nvme0n1 or MAJ:MIN (opened for reading: the "
+                     "module measures only a device you can read)")
         ->required();
     dmacost
         ->add_option("-n,--iterations", dma_iters,

@@ -59,6 +59,7 @@ const nla_policy* attr_policy() {
         set(NVMETRACE_A_LAYOUT, NLA_NESTED);
         set(NVMETRACE_A_POOL, NLA_NESTED);
         set(NVMETRACE_A_DMA, NLA_NESTED);
+        set(NVMETRACE_A_FD, NLA_U32);
         return p;
     }();
     return policy.data();
@@ -68,12 +69,16 @@ std::string attr_name(int attr) {
     // In enum order; an attribute added to the header but not here is shown
     // by number.
     static constexpr const char* names[] = {
-        "UNSPEC",     "ABI_VERSION", "MODULE_VERSION", "RING_VERSION", "STATE",
-        "NR_RINGS",   "RING_RECS",   "RING_MAP_SIZE",  "REC_SIZE",     "RECORDS",
-        "LOST",       "ROLE",        "SAMPLE",         "SEED",         "DEVS",
-        "DEV",        "HOOK",        "HOOK_NAME",      "HOOK_KIND",    "HOOK_STATE",
-        "HOOK_ERROR", "HOOK_HITS",   "FLAGS",          "PAD",          "LAYOUT",
-        "POOL",       "DMA",
+        "UNSPEC",       "ABI_VERSION",   "MODULE_VERSION",
+        "RING_VERSION", "STATE",         "NR_RINGS",
+        "RING_RECS",    "RING_MAP_SIZE", "REC_SIZE",
+        "RECORDS",      "LOST",          "ROLE",
+        "SAMPLE",       "SEED",          "DEVS",
+        "DEV",          "HOOK",          "HOOK_NAME",
+        "HOOK_KIND",    "HOOK_STATE",    "HOOK_ERROR",
+        "HOOK_HITS",    "FLAGS",         "PAD",
+        "LAYOUT",       "POOL",          "DMA",
+        "FD",
     };
     if (attr >= 0 && static_cast<size_t>(attr) < std::size(names))
         return names[attr];
@@ -633,10 +638,20 @@ const nla_policy* dma_policy() {
 
 }  // namespace
 
-PoolInfo GenlClient::pool_get(std::optional<uint32_t> dev) {
+namespace {
+
+// DEV and FD of a DeviceRef into msg; false when they do not fit.
+bool put_device(nl_msg* msg, const DeviceRef& dev) {
+    return (!dev.dev || nla_put_u32(msg, NVMETRACE_A_DEV, dev.dev) == 0) &&
+           (dev.fd < 0 || nla_put_u32(msg, NVMETRACE_A_FD, static_cast<uint32_t>(dev.fd)) == 0);
+}
+
+}  // namespace
+
+PoolInfo GenlClient::pool_get(std::optional<DeviceRef> dev) {
     constexpr uint8_t cmd = NVMETRACE_CMD_POOL_GET;
     MsgPtr msg(new_request(cmd, 0));
-    if (dev && nla_put_u32(msg.get(), NVMETRACE_A_DEV, *dev) < 0)
+    if (dev && !put_device(msg.get(), *dev))
         throw Error("POOL_GET: cannot build the request");
     PoolInfo p;
     Reply reply;
@@ -669,13 +684,13 @@ PoolInfo GenlClient::pool_get(std::optional<uint32_t> dev) {
     return p;
 }
 
-DmaCost GenlClient::dma_cost(uint32_t dev, uint32_t iters) {
+DmaCost GenlClient::dma_cost(const DeviceRef& dev, uint32_t iters) {
     constexpr uint8_t cmd = NVMETRACE_CMD_DMA_COST;
     if (iters > NVMETRACE_DMA_ITERS_MAX)
         throw Error(fmt::format("DMA_COST: at most {} iterations per size, not {}",
                                 NVMETRACE_DMA_ITERS_MAX, iters));
     MsgPtr msg(new_request(cmd, 0));
-    bool ok = nla_put_u32(msg.get(), NVMETRACE_A_DEV, dev) == 0;
+    bool ok = put_device(msg.get(), dev);
     if (ok && iters) {
         nlattr* nest = nla_nest_start(msg.get(), NVMETRACE_A_DMA | NLA_F_NESTED);
         ok = nest && nla_put_u32(msg.get(), NVMETRACE_D_ITERS, iters) == 0 &&

@@ -116,6 +116,15 @@ struct PoolInfo {
     uint64_t kpool_alloc_failures = 0;
 };
 
+// A block device named to POOL_GET or DMA_COST (ABI 7): the module takes it
+// from `fd`, a descriptor of this process open for reading on it (it looks at
+// no device its caller could not open); `dev`, when not 0, must be the same
+// device.  fd -1 sends DEV alone, which the module refuses.
+struct DeviceRef {
+    uint32_t dev = 0;  // kernel dev_t encoding
+    int fd = -1;
+};
+
 // One I/O size of NVMETRACE_CMD_DMA_COST: raw nanoseconds per iteration.
 struct DmaSize {
     uint32_t bytes = 0;
@@ -173,12 +182,11 @@ public:
     void layout(const StartArgs& groups);
     State stop();
     std::vector<HookInfo> get_hooks();
-    // `dev`: a block device (kernel dev_t) whose queue's blk_iobuf pool to
-    // report as well.
-    PoolInfo pool_get(std::optional<uint32_t> dev = std::nullopt);
+    // `dev`: a block device whose queue's blk_iobuf pool to report as well.
+    PoolInfo pool_get(std::optional<DeviceRef> dev = std::nullopt);
     // `iters`: iterations per size, 1..NVMETRACE_DMA_ITERS_MAX; 0: the
     // module's default.
-    DmaCost dma_cost(uint32_t dev, uint32_t iters = 0);
+    DmaCost dma_cost(const DeviceRef& dev, uint32_t iters = 0);
 
     // Generic netlink family id (for diagnostics).
     [[nodiscard]] int family() const { return family_; }

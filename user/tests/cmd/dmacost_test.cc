@@ -53,6 +53,41 @@ TEST(DmaCost, ResolvesMajMinAndSysfsNames) {
     }
 }
 
+// The node comes from the kernel's DEVNAME; each wrong one says what is wrong.
+TEST(DmaCost, OpensTheNodeTheKernelNames) {
+    const test::TempDir tmp("dmacost_open_test");
+    const fs::path sys = tmp.root() / "sys", dev = tmp.root() / "dev";
+    fs::create_directories(sys / "dev/block/259:0");
+    fs::create_directories(sys / "dev/block/259:1");
+    fs::create_directories(dev);
+    std::ofstream(sys / "dev/block/259:0/uevent") << "MAJOR=259\nMINOR=0\nDEVNAME=nvme0n1\n";
+    std::ofstream(sys / "dev/block/259:1/uevent") << "MAJOR=259\nMINOR=1\n";
+    auto error = [&](const BlockDevice& bd) -> std::string {
+        try {
+            open_block_device(bd, sys.string(), dev.string());
+        } catch (const Error& e) {
+            return e.what();
+        }
+        return "";
+    };
+    // DEVNAME's node missing
+    EXPECT_THAT(
+        error({kernel_dev(259, 0), "nvme0n1"}),
+        HasSubstr((dev / "nvme0n1").string() + ": cannot open it for reading: No such file"));
+    // a regular file where the node should be
+    std::ofstream(dev / "nvme0n1") << "x";
+    EXPECT_THAT(error({kernel_dev(259, 0), "259:0"}),
+                HasSubstr((dev / "nvme0n1").string() + ": not a block device"));
+    // no DEVNAME: the user is told to give the path
+    EXPECT_THAT(error({kernel_dev(259, 1), "259:1"}), HasSubstr("259:1 (259:1): no DEVNAME in"));
+    // a device the kernel does not have
+    EXPECT_THAT(error({kernel_dev(7, 250), "7:250"}),
+                HasSubstr("7:250: no block device 7:250 here"));
+    // a path is opened as given
+    EXPECT_THAT(error({kernel_dev(259, 0), (dev / "nvme0n1").string()}),
+                HasSubstr("not a block device"));
+}
+
 DmaCost pci_cost() {
     DmaCost c;
     c.dev = kernel_dev(259, 0);

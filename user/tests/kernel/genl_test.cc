@@ -3,15 +3,21 @@
 // "not loaded" path is checked only when it does not.
 #include "kernel/genl.h"
 
+#include "cmd/dmacost.h"
 #include "cmd/record.h"
 #include "kernel/btf_layout.h"
+#include "kernel/devices.h"
 #include "util/error.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/nvmetrace.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <functional>
 #include <map>
@@ -144,32 +150,11 @@ TEST(Genl, VersionAndStatusFromTheModule) {
     EXPECT_NO_THROW(check_ring_geometry(s.rings));
 }
 
-// Loaded without a pool (26-genl-gtest): POOL_GET says so, and DMA_COST
-// refuses devices that are not there with the module's own message.
-TEST(Genl, PoolAndDmaCostFromTheModule) {
-    if (!module_loaded())
-        GTEST_SKIP() << "needs the nvmetrace module";
-    GenlClient client;
-    const PoolInfo p = client.pool_get();
-    EXPECT_EQ(p.buf_size, 0u);
-    EXPECT_EQ(p.allocated, 0u);
-    EXPECT_EQ(p.mappings, 0u);
-    EXPECT_EQ(p.mmap_offset, NVMETRACE_POOL_MMAP_OFFSET);
-    EXPECT_EQ(p.kpool, unsigned{NVMETRACE_KPOOL_ABSENT});  // stock kernels
-    try {
-        client.dma_cost(7u << 20 | 250u, 4);  // loop250: not there
-        ADD_FAILURE() << "DMA_COST of a missing device succeeded";
-    } catch (const Error& e) {
-        EXPECT_THAT(e.what(), HasSubstr("DMA_COST: "));
-        EXPECT_THAT(e.what(), HasSubstr("cannot open the block device"));
-    }
-    try {
-        client.dma_cost(5, 4);  // major 0
-        ADD_FAILURE() << "DMA_COST of major 0 succeeded";
-    } catch (const Error& e) {
-        EXPECT_THAT(e.what(), HasSubstr("DMA_COST: Invalid argument: DEV has major 0"));
-    }
-    EXPECT_THROW(client.dma_cost(7u << 20 | 250u, NVMETRACE_DMA_ITERS_MAX + 1), Error);
+// A block device of the guest for PoolAndDmaCostFromTheModule: the one
+// NVMETRACE_TEST_BDEV names (26-genl-gtest loads null_blk), else /dev/nullb0.
+std::string test_block_device() {
+    const char* env = std::getenv("NVMETRACE_TEST_BDEV");
+    return env && *env ? env : "/dev/nullb0";
 }
 
 // The message of what f throws, "" if it throws nothing.
@@ -181,6 +166,101 @@ std::string thrown(F&& f) {
         return e.what();
     }
     return {};
+}
+
+// Loaded without a pool (26-genl-gtest): POOL_GET says so, and POOL_GET and
+// DMA_COST take a device only by a descriptor of ours open for reading on it
+// (ABI 7), with the module's own message for each wrong one.
+TEST(Genl, PoolAndDmaCostFromTheModule) {
+    if (!module_loaded())
+        GTEST_SKIP() << "needs the nvmetrace module";
+    GenlClient client;
+    const PoolInfo p = client.pool_get();
+    EXPECT_EQ(p.buf_size, 0u);
+    EXPECT_EQ(p.allocated, 0u);
+    EXPECT_EQ(p.mappings, 0u);
+    EXPECT_EQ(p.mmap_offset, NVMETRACE_POOL_MMAP_OFFSET);
+    EXPECT_EQ(p.kpool, unsigned{NVMETRACE_KPOOL_ABSENT});  // stock kernels
+
+    // a number alone is refused, whether the device is there or not
+    EXPECT_THAT(thrown([&] {
+                    client.dma_cost({7u << 20 | 250u, -1}, 4);
+                }),
+                HasSubstr("DMA_COST: Invalid argument: FD is required"));
+    EXPECT_THAT(thrown([&] {
+                    client.pool_get(DeviceRef{7u << 20 | 250u, -1});
+                }),
+                HasSubstr("POOL_GET: Invalid argument: FD is required"));
+
+    const std::string path = test_block_device();
+    const int rd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    ASSERT_GE(rd, 0) << path << ": " << std::strerror(errno);
+    struct stat st {};
+    ASSERT_EQ(fstat(rd, &st), 0);
+    ASSERT_TRUE(S_ISBLK(st.st_mode)) << path;
+    const uint32_t dev = kernel_dev(major(st.st_rdev), minor(st.st_rdev));
+
+    const int chr = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    ASSERT_GE(chr, 0);
+    EXPECT_THAT(thrown([&] {
+                    client.dma_cost({0, chr}, 4);
+                }),
+                HasSubstr("FD is not a block device"));
+    const int wr = open(path.c_str(), O_WRONLY | O_CLOEXEC);
+    ASSERT_GE(wr, 0) << path << ": " << std::strerror(errno);
+    EXPECT_THAT(thrown([&] {
+                    client.dma_cost({0, wr}, 4);
+                }),
+                HasSubstr("FD is not open for reading"));
+    EXPECT_THAT(thrown([&] {
+                    client.pool_get(DeviceRef{0, wr});
+                }),
+                HasSubstr("FD is not open for reading"));
+    const int closed = dup(chr);
+    ASSERT_GE(closed, 0);
+    close(closed);
+    EXPECT_THAT(thrown([&] {
+                    client.dma_cost({0, closed}, 4);
+                }),
+                HasSubstr("FD is not an open file descriptor"));
+    EXPECT_THAT(thrown([&] {
+                    client.dma_cost({dev + 1, rd}, 4);
+                }),
+                HasSubstr("DEV is not the device FD is open on"));
+    close(chr);
+    close(wr);
+
+    // the descriptor's own device is measured, and named in the reply
+    DmaCost cost;
+    ASSERT_NO_THROW(cost = client.dma_cost({dev, rd}, 4));
+    EXPECT_EQ(cost.dev, dev);
+    EXPECT_EQ(cost.iters, 4u);
+    EXPECT_FALSE(cost.walk.empty());
+    ASSERT_NO_THROW(cost = client.dma_cost({0, rd}, 4));
+    EXPECT_EQ(cost.dev, dev);
+    PoolInfo with_dev;
+    ASSERT_NO_THROW(with_dev = client.pool_get(DeviceRef{0, rd}));
+    EXPECT_EQ(with_dev.kpool, unsigned{NVMETRACE_KPOOL_ABSENT});
+    close(rd);
+
+    EXPECT_THROW(client.dma_cost({dev, -1}, NVMETRACE_DMA_ITERS_MAX + 1), Error);
+}
+
+// The tool opens the node the name leads to, and refuses one of another device.
+TEST(Genl, OpenBlockDeviceFromTheModule) {
+    if (!module_loaded())
+        GTEST_SKIP() << "needs the nvmetrace module";
+    const std::string path = test_block_device();
+    const BlockDevice bd = resolve_block_device(path);
+    const OpenBlockDevice opened = open_block_device(bd);
+    EXPECT_EQ(opened.ref().dev, bd.dev);
+    EXPECT_GE(opened.ref().fd, 0);
+    const std::string name = path.substr(path.rfind('/') + 1);
+    EXPECT_EQ(open_block_device(resolve_block_device(name)).path(), "/dev/" + name);
+    EXPECT_THAT(thrown([&] {
+                    open_block_device(BlockDevice{bd.dev + 1, path});
+                }),
+                HasSubstr(path + " is the device "));
 }
 
 // ADMIT adds devices to a recording that started with a device filter (even

@@ -107,7 +107,8 @@ TEST(Uapi, NetlinkNumbersArePinned) {
     // 4: the vmlinux group NVMETRACE_L_AIO_KIOCB_* (the aio iocb identity)
     // 5: NVMETRACE_CMD_ADMIT and START's NVMETRACE_START_DEV_FILTER
     // 6: NVMETRACE_CMD_LAYOUT (a transport's layout while recording)
-    EXPECT_EQ(NVMETRACE_ABI_VERSION, 6);
+    // 7: NVMETRACE_A_FD: POOL_GET and DMA_COST take a device by a descriptor open on it
+    EXPECT_EQ(NVMETRACE_ABI_VERSION, 7);
 
     EXPECT_EQ(NVMETRACE_CMD_GET_VERSION, 1);
     EXPECT_EQ(NVMETRACE_CMD_GET_STATUS, 2);
@@ -132,11 +133,12 @@ TEST(Uapi, NetlinkNumbersArePinned) {
         NVMETRACE_A_HOOK_KIND,    NVMETRACE_A_HOOK_STATE,    NVMETRACE_A_HOOK_ERROR,
         NVMETRACE_A_HOOK_HITS,    NVMETRACE_A_FLAGS,         NVMETRACE_A_PAD,
         NVMETRACE_A_LAYOUT,       NVMETRACE_A_POOL,          NVMETRACE_A_DMA,
+        NVMETRACE_A_FD,
     };
     for (int i = 0; i < static_cast<int>(std::size(attrs)); i++)
         EXPECT_EQ(attrs[i], i) << "attribute #" << i << " moved";
     // New attributes go at the end (A_MAX grows); the ones above never move.
-    EXPECT_GE(NVMETRACE_A_MAX, 26);
+    EXPECT_GE(NVMETRACE_A_MAX, 27);
     EXPECT_EQ(NVMETRACE_L_NVMET_TCP_BASE, 64);
     EXPECT_EQ(NVMETRACE_L_NVME_RDMA_BASE, 96);
     EXPECT_EQ(NVMETRACE_L_NVMET_RDMA_BASE, 128);

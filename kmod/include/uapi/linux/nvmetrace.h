@@ -22,7 +22,7 @@
 
 #include <linux/types.h>
 
-#define NVMETRACE_ABI_VERSION		6
+#define NVMETRACE_ABI_VERSION		7
 #define NVMETRACE_DEVICE_NAME		"nvmetrace"	/* /dev/nvmetrace */
 #define NVMETRACE_GENL_NAME		"nvmetrace"
 #define NVMETRACE_GENL_VERSION		1
@@ -346,6 +346,7 @@ enum nvmetrace_genl_attr {
 	NVMETRACE_A_LAYOUT,		/* nest of NVMETRACE_L_*: private struct offsets */
 	NVMETRACE_A_POOL,		/* nest of NVMETRACE_P_*: buffer pool state */
 	NVMETRACE_A_DMA,		/* nest of NVMETRACE_D_*: dma mapping cost */
+	NVMETRACE_A_FD,			/* u32: the sender's fd open for reading on DEV (ABI 7) */
 	__NVMETRACE_A_MAX,
 };
 #define NVMETRACE_A_MAX (__NVMETRACE_A_MAX - 1)
@@ -477,9 +478,9 @@ enum nvmetrace_layout_attr {
 #define NVMETRACE_L_MAX (__NVMETRACE_L_MAX - 1)
 
 /*
- * NVMETRACE_CMD_POOL_GET.  Request: optionally NVMETRACE_A_DEV, a block
- * device whose queue's own blk_iobuf pool (CONFIG_BLK_IOBUF_POOL kernels)
- * is reported too.  Reply: NVMETRACE_A_POOL, a nest of these.  The module's
+ * NVMETRACE_CMD_POOL_GET.  Request: optionally NVMETRACE_A_FD (and
+ * NVMETRACE_A_DEV), a block device whose queue's own blk_iobuf pool
+ * (CONFIG_BLK_IOBUF_POOL kernels) is reported too.  Reply: NVMETRACE_A_POOL, a nest of these.  The module's
  * pool is made of pool_nr buffers of pool_buf_kb KiB (module parameters),
  * each one large folio of order ORDER where the page allocator had one, else
  * several smaller folios (the buffer counts as a fallback).
@@ -520,8 +521,8 @@ enum nvmetrace_kpool_state {
 };
 
 /*
- * NVMETRACE_CMD_DMA_COST.  Request: NVMETRACE_A_DEV (a block device), and
- * optionally NVMETRACE_A_DMA holding NVMETRACE_D_ITERS.  Reply: NVMETRACE_A_DEV
+ * NVMETRACE_CMD_DMA_COST.  Request: NVMETRACE_A_FD (a block device), and
+ * optionally NVMETRACE_A_DEV and NVMETRACE_A_DMA holding NVMETRACE_D_ITERS.  Reply: NVMETRACE_A_DEV
  * and NVMETRACE_A_DMA, a nest of the device's DMA facts and one
  * NVMETRACE_D_SIZE nest per I/O size (4 KiB .. 2 MiB, doubling) with the raw
  * times of every iteration: user space takes the medians.  One iteration maps
@@ -531,6 +532,14 @@ enum nvmetrace_kpool_state {
  * and back (what a retained mapping still costs per I/O); and the same size
  * as one entry of a physically contiguous folio (what an I/O from a pool
  * buffer maps: the block layer merges its pages into one segment).
+ *
+ * NVMETRACE_A_FD (ABI 7) is a file descriptor of the sending process, open
+ * for reading on the block device: the module looks at no device its caller
+ * could not open itself (the VFS, the device cgroup and any LSM have had
+ * their say at that open).  A DEV without FD is refused (EINVAL), as is an FD
+ * that is not a block device (ENOTBLK) or not open for reading (EBADF), and a
+ * DEV that is not the device FD is open on (EINVAL).  The reply's DEV is the
+ * device of FD.
  */
 enum nvmetrace_dma_attr {
 	NVMETRACE_D_UNSPEC,
