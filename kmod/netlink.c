@@ -529,26 +529,29 @@ static int nvmetrace_genl_layout(struct sk_buff *skb, struct genl_info *info)
  * context of the task that sent it, so FD is looked up in the sender's own
  * table, and its open has passed the VFS permission check, the device cgroup
  * and any LSM: the module never looks at a device its caller could not have
- * read.  DEV, when given as well, must be the same device.
+ * read.  DEV, when given as well, must be the same device.  The file is
+ * returned held, and the caller puts it when it is done with the device: the
+ * open file keeps the disk, and so its number, from going to another device
+ * while the module opens it by number and measures it.
  */
-static int nvmetrace_genl_dev_of_fd(struct genl_info *info, u32 *dev)
+static struct file *nvmetrace_genl_dev_of_fd(struct genl_info *info, u32 *dev)
 {
 	struct nlattr *dev_attr = info->attrs[NVMETRACE_A_DEV];
 	struct nlattr *fd_attr = info->attrs[NVMETRACE_A_FD];
 	struct inode *inode;
 	struct file *f;
-	int err = 0;
+	int err;
 
 	if (!fd_attr) {
 		NL_SET_ERR_MSG_ATTR(info->extack, dev_attr,
 				    "FD is required: a descriptor of yours open for reading on the block device");
-		return -EINVAL;
+		return ERR_PTR(-EINVAL);
 	}
 	f = fget(nla_get_u32(fd_attr));
 	if (!f) {
 		NL_SET_ERR_MSG_ATTR(info->extack, fd_attr,
 				    "FD is not an open file descriptor of the sender");
-		return -EBADF;
+		return ERR_PTR(-EBADF);
 	}
 	inode = file_inode(f);
 	if (!S_ISBLK(inode->i_mode)) {
@@ -563,30 +566,22 @@ static int nvmetrace_genl_dev_of_fd(struct genl_info *info, u32 *dev)
 		err = -EINVAL;
 	} else {
 		*dev = inode->i_rdev;
+		return f;
 	}
 	fput(f);
-	return err;
+	return ERR_PTR(err);
 }
 
-/*
- * POOL_GET: the module's test pool, and the kernel's blk_iobuf pool (of the
- * queue of FD's device, when FD is given).
- */
-static int nvmetrace_genl_pool_get(struct sk_buff *skb, struct genl_info *info)
+/* POOL_GET's reply: the module's test pool, and dev's kernel pool if have_dev. */
+static int nvmetrace_genl_pool_reply(struct genl_info *info, u32 dev,
+				     bool have_dev)
 {
-	bool have_dev = info->attrs[NVMETRACE_A_DEV] || info->attrs[NVMETRACE_A_FD];
 	struct nvmetrace_pool_stats st;
 	struct sk_buff *msg;
 	struct nlattr *nest;
-	u32 dev = 0;
 	void *hdr;
 	int err;
 
-	if (have_dev) {
-		err = nvmetrace_genl_dev_of_fd(info, &dev);
-		if (err)
-			return err;
-	}
 	nvmetrace_pool_stats(&st);
 	msg = nvmetrace_genl_reply_new(info, &hdr);
 	if (!msg)
@@ -621,21 +616,41 @@ static int nvmetrace_genl_pool_get(struct sk_buff *skb, struct genl_info *info)
 	return nvmetrace_genl_reply_send(msg, hdr, info);
 }
 
+/*
+ * POOL_GET: the module's test pool, and the kernel's blk_iobuf pool (of the
+ * queue of FD's device, when FD is given).
+ */
+static int nvmetrace_genl_pool_get(struct sk_buff *skb, struct genl_info *info)
+{
+	bool have_dev = info->attrs[NVMETRACE_A_DEV] || info->attrs[NVMETRACE_A_FD];
+	struct file *held = NULL;
+	u32 dev = 0;
+	int err;
+
+	if (have_dev) {
+		held = nvmetrace_genl_dev_of_fd(info, &dev);
+		if (IS_ERR(held))
+			return PTR_ERR(held);
+	}
+	err = nvmetrace_genl_pool_reply(info, dev, have_dev);
+	if (held)
+		fput(held);
+	return err;
+}
+
 /* DMA_COST: FD (required), optionally DEV and DMA { ITERS }. */
 static int nvmetrace_genl_dma_cost(struct sk_buff *skb, struct genl_info *info)
 {
 	u32 iters = NVMETRACE_DMA_ITERS_DEFAULT, dev;
 	struct nlattr *tb[NVMETRACE_D_MAX + 1];
-	struct sk_buff *msg;
+	struct sk_buff *msg = NULL;
+	struct file *held;
 	void *hdr;
 	int err;
 
 	if (!nvmetrace_genl_sys_admin(skb, info))
 		return -EPERM;
 
-	err = nvmetrace_genl_dev_of_fd(info, &dev);
-	if (err)
-		return err;
 	if (info->attrs[NVMETRACE_A_DMA]) {
 		err = nla_parse_nested(tb, NVMETRACE_D_MAX, info->attrs[NVMETRACE_A_DMA],
 				       nvmetrace_genl_dma_req_policy, info->extack);
@@ -644,26 +659,28 @@ static int nvmetrace_genl_dma_cost(struct sk_buff *skb, struct genl_info *info)
 		if (tb[NVMETRACE_D_ITERS])
 			iters = nla_get_u32(tb[NVMETRACE_D_ITERS]);
 	}
+	held = nvmetrace_genl_dev_of_fd(info, &dev);
+	if (IS_ERR(held))
+		return PTR_ERR(held);
 
+	err = -ENOMEM;
 	msg = genlmsg_new(nvmetrace_dma_reply_size(iters), GFP_KERNEL);
 	if (!msg)
-		return -ENOMEM;
+		goto out;
+	err = -EMSGSIZE;
 	hdr = genlmsg_put_reply(msg, info, &nvmetrace_genl_family, 0,
 				info->genlhdr->cmd);
-	if (!hdr) {
-		nlmsg_free(msg);
-		return -EMSGSIZE;
-	}
-	if (nla_put_u32(msg, NVMETRACE_A_DEV, dev)) {
-		nlmsg_free(msg);
-		return -EMSGSIZE;
-	}
+	if (!hdr || nla_put_u32(msg, NVMETRACE_A_DEV, dev))
+		goto out;
 	err = nvmetrace_dma_cost(info, dev, iters, msg);
-	if (err) {
-		nlmsg_free(msg);
-		return err;
+	if (!err) {
+		err = nvmetrace_genl_reply_send(msg, hdr, info);
+		msg = NULL;	/* sent or freed by the send */
 	}
-	return nvmetrace_genl_reply_send(msg, hdr, info);
+out:
+	nlmsg_free(msg);
+	fput(held);
+	return err;
 }
 
 static int nvmetrace_genl_get_hooks(struct sk_buff *skb,
