@@ -480,7 +480,8 @@ enum nvmetrace_layout_attr {
 /*
  * NVMETRACE_CMD_POOL_GET.  Request: optionally NVMETRACE_A_FD (and
  * NVMETRACE_A_DEV), a block device whose queue's own blk_iobuf pool
- * (CONFIG_BLK_IOBUF_POOL kernels) is reported too.  Reply: NVMETRACE_A_POOL, a nest of these.  The module's
+ * (CONFIG_BLK_IOBUF_POOL kernels) is reported too, taken as DMA_COST takes
+ * it (below).  Reply: NVMETRACE_A_POOL, a nest of these.  The module's
  * pool is made of pool_nr buffers of pool_buf_kb KiB (module parameters),
  * each one large folio of order ORDER where the page allocator had one, else
  * several smaller folios (the buffer counts as a fallback).
@@ -522,8 +523,8 @@ enum nvmetrace_kpool_state {
 
 /*
  * NVMETRACE_CMD_DMA_COST.  Request: NVMETRACE_A_FD (a block device), and
- * optionally NVMETRACE_A_DEV and NVMETRACE_A_DMA holding NVMETRACE_D_ITERS.  Reply: NVMETRACE_A_DEV
- * and NVMETRACE_A_DMA, a nest of the device's DMA facts and one
+ * optionally NVMETRACE_A_DEV and NVMETRACE_A_DMA holding NVMETRACE_D_ITERS.
+ * Reply: NVMETRACE_A_DEV and NVMETRACE_A_DMA, a nest of the device's DMA facts and one
  * NVMETRACE_D_SIZE nest per I/O size (4 KiB .. 2 MiB, doubling) with the raw
  * times of every iteration: user space takes the medians.  One iteration maps
  * one I/O's scatterlist (one entry per 4 KiB page, as a scattered user buffer
