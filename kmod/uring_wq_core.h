@@ -17,6 +17,11 @@
  * takes the times only if it sees its request before and after reading
  * them.  Two punts racing for the last entry of a set lose one time (the
  * command is then not known as io-wq's), never mix two requests' times.
+ *
+ * The same table keeps NVMe passthrough commands (IORING_OP_URING_CMD)
+ * between the SQE taken and the driver's setup, and between the setup and
+ * the CQE: there the caller's word, published with the times, carries the
+ * submitter's thread id or the command's device and op.
  */
 #ifndef NVMETRACE_URING_WQ_CORE_H
 #define NVMETRACE_URING_WQ_CORE_H
@@ -31,6 +36,7 @@ struct nvmetrace_uring_wq {
 	const void *req;	/* NULL: free; NVMETRACE_URING_WQ_BUSY: claimed; written last */
 	u64 start;		/* the request's submission */
 	u64 queued;		/* handed to io-wq */
+	u64 word;		/* the caller's own, published with the times */
 	bool issued;		/* a worker found it: the first to go */
 } ____cacheline_aligned_in_smp;	/* written per punt: a line per request */
 
@@ -82,14 +88,22 @@ nvmetrace_uring_wq_claim(struct nvmetrace_uring_wq *set, const void *req)
 	return NULL;
 }
 
-/* w, claimed, becomes req's: the times, then req */
-static inline void nvmetrace_uring_wq_publish(struct nvmetrace_uring_wq *w,
-					      const void *req, u64 start, u64 queued)
+/* w, claimed, becomes req's: the times and word, then req */
+static inline void nvmetrace_uring_wq_publish_word(struct nvmetrace_uring_wq *w,
+						   const void *req, u64 start, u64 queued,
+						   u64 word)
 {
 	WRITE_ONCE(w->start, start);
 	WRITE_ONCE(w->queued, queued);
+	WRITE_ONCE(w->word, word);
 	WRITE_ONCE(w->issued, false);
 	smp_store_release(&w->req, req);	/* the times, then req */
+}
+
+static inline void nvmetrace_uring_wq_publish(struct nvmetrace_uring_wq *w,
+					      const void *req, u64 start, u64 queued)
+{
+	nvmetrace_uring_wq_publish_word(w, req, start, queued, 0);
 }
 
 /*
@@ -97,8 +111,9 @@ static inline void nvmetrace_uring_wq_publish(struct nvmetrace_uring_wq *w,
  * again (a nonblocking try, then a blocking one), and each try is recorded;
  * marked issued, so that it is the first to make room.
  */
-static inline bool nvmetrace_uring_wq_find(struct nvmetrace_uring_wq *set,
-					   const void *req, u64 *start, u64 *queued)
+static inline bool nvmetrace_uring_wq_find_word(struct nvmetrace_uring_wq *set,
+						const void *req, u64 *start, u64 *queued,
+						u64 *word)
 {
 	struct nvmetrace_uring_wq *w;
 	int i;
@@ -113,12 +128,40 @@ static inline bool nvmetrace_uring_wq_find(struct nvmetrace_uring_wq *set,
 	}
 	*start = READ_ONCE(w->start);
 	*queued = READ_ONCE(w->queued);
+	*word = READ_ONCE(w->word);
 	smp_rmb();	/* the times, then req again */
 	if (READ_ONCE(w->req) != req)
 		return false;	/* taken over by another request meanwhile */
 	if (!READ_ONCE(w->issued))
 		WRITE_ONCE(w->issued, true);
 	return true;
+}
+
+/*
+ * req's times and word, taken out of set: found, then freed with a cmpxchg,
+ * so that of two readers one has them, and a later request at the same
+ * address never finds this one's.
+ */
+static inline bool nvmetrace_uring_wq_take_word(struct nvmetrace_uring_wq *set,
+						const void *req, u64 *start, u64 *queued,
+						u64 *word)
+{
+	int i;
+
+	if (!nvmetrace_uring_wq_find_word(set, req, start, queued, word))
+		return false;
+	for (i = 0; i < NVMETRACE_URING_WQ_WAYS; i++)
+		if (READ_ONCE(set[i].req) == req)
+			return cmpxchg(&set[i].req, req, NULL) == req;
+	return false;
+}
+
+static inline bool nvmetrace_uring_wq_find(struct nvmetrace_uring_wq *set,
+					   const void *req, u64 *start, u64 *queued)
+{
+	u64 word;
+
+	return nvmetrace_uring_wq_find_word(set, req, start, queued, &word);
 }
 
 #endif /* NVMETRACE_URING_WQ_CORE_H */

@@ -164,6 +164,48 @@ static void nvmetrace_uring_wq_claimed_entry_skipped(struct kunit *test)
 	KUNIT_EXPECT_TRUE(test, nvmetrace_uring_wq_find(set, req_at(1), &start, &queued));
 }
 
+/* the caller's word travels with the times; a republish replaces both */
+static void nvmetrace_uring_wq_word_published_with_times(struct kunit *test)
+{
+	struct nvmetrace_uring_wq set[WAYS], *w;
+	u64 start, queued, word;
+
+	memset(set, 0, sizeof(set));
+	w = nvmetrace_uring_wq_claim(set, req_at(3));
+	KUNIT_ASSERT_NOT_NULL(test, w);
+	nvmetrace_uring_wq_publish_word(w, req_at(3), 10, 11, 4242);
+	KUNIT_ASSERT_TRUE(test, nvmetrace_uring_wq_find_word(set, req_at(3), &start, &queued,
+							     &word));
+	KUNIT_EXPECT_EQ(test, word, 4242ULL);
+	KUNIT_EXPECT_EQ(test, start, 10ULL);
+	w = nvmetrace_uring_wq_claim(set, req_at(3));
+	KUNIT_EXPECT_PTR_EQ(test, w, &set[0]);
+	nvmetrace_uring_wq_publish(w, req_at(3), 20, 21);
+	KUNIT_ASSERT_TRUE(test, nvmetrace_uring_wq_find_word(set, req_at(3), &start, &queued,
+							     &word));
+	KUNIT_EXPECT_EQ(test, word, 0ULL);
+	KUNIT_EXPECT_EQ(test, queued, 21ULL);
+}
+
+/* taken once: the second take, and a find, see nothing; the way is free again */
+static void nvmetrace_uring_wq_taken_once(struct kunit *test)
+{
+	struct nvmetrace_uring_wq set[WAYS], *w;
+	u64 start, queued, word;
+
+	memset(set, 0, sizeof(set));
+	w = nvmetrace_uring_wq_claim(set, req_at(5));
+	KUNIT_ASSERT_NOT_NULL(test, w);
+	nvmetrace_uring_wq_publish_word(w, req_at(5), 1, 2, 3);
+	KUNIT_EXPECT_TRUE(test, nvmetrace_uring_wq_take_word(set, req_at(5), &start, &queued,
+							     &word));
+	KUNIT_EXPECT_EQ(test, word, 3ULL);
+	KUNIT_EXPECT_FALSE(test, nvmetrace_uring_wq_take_word(set, req_at(5), &start, &queued,
+							      &word));
+	KUNIT_EXPECT_FALSE(test, nvmetrace_uring_wq_find(set, req_at(5), &start, &queued));
+	KUNIT_EXPECT_NULL(test, w->req);
+}
+
 static struct kunit_case nvmetrace_uring_wq_cases[] = {
 	KUNIT_CASE(nvmetrace_uring_wq_set_holds_its_ways),
 	KUNIT_CASE(nvmetrace_uring_wq_punt_again_takes_its_own),
@@ -171,6 +213,8 @@ static struct kunit_case nvmetrace_uring_wq_cases[] = {
 	KUNIT_CASE(nvmetrace_uring_wq_full_drops_issued_first),
 	KUNIT_CASE(nvmetrace_uring_wq_full_drops_oldest),
 	KUNIT_CASE(nvmetrace_uring_wq_claimed_entry_skipped),
+	KUNIT_CASE(nvmetrace_uring_wq_word_published_with_times),
+	KUNIT_CASE(nvmetrace_uring_wq_taken_once),
 	{}
 };
 

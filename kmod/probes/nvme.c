@@ -14,6 +14,7 @@
 #include <linux/string.h>
 
 #include "probe.h"
+#include "uring.h"
 
 /* the passthrough requests in flight (probe.h) */
 struct nvmetrace_pt nvmetrace_pt_cmds[NVMETRACE_PT_SIZE];
@@ -65,8 +66,12 @@ static void probe_nvme_setup(void *data, struct request *rq,
 			pt_note(rq, op, lba, false);
 		return;
 	}
-	if (unlikely(blk_rq_is_passthrough(rq)))
+	if (unlikely(blk_rq_is_passthrough(rq))) {
 		pt_note(rq, op, lba, true);
+		/* io_uring's passthrough: the request's end_io_data is its io_uring_cmd */
+		nvmetrace_uring_pt_setup(READ_ONCE(rq->end_io_data), lba, dev,
+					 blk_rq_bytes(rq), op);
+	}
 	emit(NVMETRACE_EV_NVME_SETUP, lba, dev, blk_rq_bytes(rq), rq_qid(rq),
 	     cmd->common.command_id, (u16)rq->tag, 0, op,
 	     NVMETRACE_REC_HAS_QID | NVMETRACE_REC_HAS_CID |

@@ -38,6 +38,24 @@
  *    with GETEVENTS.  One posted by an io thread (io-wq, SQPOLL) has no task
  *    to wait for: its reap is not recorded.
  *
+ * NVMe passthrough (IORING_OP_URING_CMD on /dev/ngXnY) has no kiocb and
+ * no file position: nvme-core turns the command into a block request whose
+ * end_io_data is the io_uring_cmd, which is the first member of the
+ * io_kiocb (6.1 to 7.x), so the request names its io_uring request.  The
+ * request may be run from kblockd (nvme-tcp's queues may block), not the
+ * submitting task, so the tie is by address, in two tables of sets of ways
+ * (uring_wq_core.h):
+ *
+ *  - io_uring_submit_req of a URING_CMD: when it was taken and by which
+ *    thread (uring_pt).  Written for every URING_CMD SQE: the LBA is not
+ *    known before the driver reads the command.
+ *  - nvme_setup_cmd of a sampled passthrough read or write (probes/nvme.c)
+ *    takes that entry out: FILE_SUBMIT, interface io_uring, path
+ *    NVMETRACE_URING_CMD, stamped at the setup, the SQE's time in its aux as
+ *    for a read or write; the command's LBA, dev and op go to uring_ptc.
+ *  - io_uring_complete of a URING_CMD takes them out of uring_ptc:
+ *    URING_CQE, and its reap as for a read or write.
+ *
  * A reap from the mapped CQ ring needs no system call: user space reads the
  * CQE and moves the ring's head past it (fio at QD > 1 commits each SQE with
  * a call that waits for nothing, and takes the CQEs from the ring when it
@@ -167,6 +185,68 @@ static __always_inline struct nvmetrace_uring_wq *uring_wq_set(const void *req)
 	return uring_wq[hash_ptr(req, URING_WQ_SET_BITS)];
 }
 
+/*
+ * Passthrough commands (IORING_OP_URING_CMD): from the SQE taken to the
+ * driver's setup (word: the submitter's thread id, bit 32 SQPOLL), and from
+ * the setup to the CQE (start: the LBA; word: dev, op in bits 32-39).
+ */
+static struct nvmetrace_uring_wq uring_pt[1 << URING_WQ_SET_BITS][NVMETRACE_URING_WQ_WAYS];
+static struct nvmetrace_uring_wq uring_ptc[1 << URING_WQ_SET_BITS][NVMETRACE_URING_WQ_WAYS];
+
+#define URING_PT_SQPOLL		BIT_ULL(32)
+
+static __always_inline struct nvmetrace_uring_wq *uring_pt_set(const void *req)
+{
+	return uring_pt[hash_ptr(req, URING_WQ_SET_BITS)];
+}
+
+static __always_inline struct nvmetrace_uring_wq *uring_ptc_set(const void *req)
+{
+	return uring_ptc[hash_ptr(req, URING_WQ_SET_BITS)];
+}
+
+/* a URING_CMD's SQE taken at start: kept for the driver's setup */
+static __always_inline void uring_pt_taken(const void *req, u64 start, bool sqpoll)
+{
+	struct nvmetrace_uring_wq *w = nvmetrace_uring_wq_claim(uring_pt_set(req), req);
+
+	if (w)
+		nvmetrace_uring_wq_publish_word(w, req, start, start,
+						(u64)current->pid | (sqpoll ? URING_PT_SQPOLL : 0));
+}
+
+bool nvmetrace_uring_pt_setup(const void *ioucmd, u64 lba, u32 dev, u32 len, u8 op)
+{
+	struct nvmetrace_uring_wq *w;
+	u64 start, queued, word, now;
+	u8 wflag = op == nvme_cmd_write ? NVMETRACE_REC_WRITE : 0;
+
+	if (!ioucmd || !nvmetrace_uring_wq_take_word(uring_pt_set(ioucmd), ioucmd, &start,
+						     &queued, &word))
+		return false;
+	now = ktime_get_ns();
+	emit(NVMETRACE_EV_FILE_SUBMIT, lba, dev, len, 0, NVMETRACE_IFACE_URING,
+	     NVMETRACE_URING_CMD | ((word & URING_PT_SQPOLL) ? NVMETRACE_URING_SQPOLL : 0), 0, op,
+	     wflag | NVMETRACE_REC_PASSTHRU,
+	     (u64)(u32)word | (u64)min_t(u64, now > start ? now - start : 0, U32_MAX) << 32);
+	w = nvmetrace_uring_wq_claim(uring_ptc_set(ioucmd), ioucmd);
+	if (w)
+		nvmetrace_uring_wq_publish_word(w, ioucmd, lba, now, (u64)dev | (u64)op << 32);
+	return true;
+}
+
+/* the sampled passthrough command whose CQE req posts: its LBA, dev and op */
+static __always_inline bool uring_pt_done(const void *req, u64 *lba, u32 *dev, u8 *op)
+{
+	u64 set_up, word;
+
+	if (!nvmetrace_uring_wq_take_word(uring_ptc_set(req), req, lba, &set_up, &word))
+		return false;
+	*dev = (u32)word;
+	*op = (u8)(word >> 32);
+	return true;
+}
+
 static __always_inline bool in_uring_enter(void)
 {
 	return syscall_get_nr(current, task_pt_regs(current)) == __NR_io_uring_enter;
@@ -177,14 +257,17 @@ static void probe_submit_req(void *data, struct io_kiocb *req)
 {
 	struct uring_task *t = uring_task();
 	bool sqpoll = current->flags & PF_IO_WORKER;
-	u64 enter = 0;
+	u64 enter = 0, start;
 
 	if (unlikely(!READ_ONCE(nvmetrace_emitting)))
 		return;
 	if (!sqpoll && in_uring_enter())
 		enter = uring_task_enter(t);
 	/* every SQE of one io_uring_enter() call shares its entry time: no clock read */
-	uring_task_own(t, enter, req, enter ?: ktime_get_ns(), sqpoll);
+	start = enter ?: ktime_get_ns();
+	uring_task_own(t, enter, req, start, sqpoll);
+	if (unlikely(READ_ONCE(req->opcode) == IORING_OP_URING_CMD))
+		uring_pt_taken(req, start, sqpoll);
 }
 
 static void probe_queue_async(void *data, struct io_kiocb *req, int rw)
@@ -300,23 +383,34 @@ static void probe_complete(void *data, void *ctxp, void *reqp)
 	u64 lba, now;
 	bool io_thread;
 	u32 dev;
-	u8 op;
+	u8 op, opcode;
 
 	if (unlikely(!READ_ONCE(nvmetrace_emitting)))
 		return;
 	/* a CQE of the ring's own (io_fill_cqe_aux(): poll, multishot) has no request */
-	if (!req || !uring_is_rw(READ_ONCE(req->opcode)))
+	if (!req)
+		return;
+	opcode = READ_ONCE(req->opcode);
+	res = req->cqe.res;
+	if (unlikely(opcode == IORING_OP_URING_CMD)) {
+		/* a passthrough command's result is its status: no length */
+		if (!uring_pt_done(req, &lba, &dev, &op))
+			return;
+		res = 0;
+		goto posted;
+	}
+	if (!uring_is_rw(opcode))
 		return;
 	file = iocb->ki_filp;
 	if (!file || !S_ISBLK(file_inode(file)->i_mode) || !(iocb->ki_flags & IOCB_DIRECT))
 		return;
-	res = req->cqe.res;
 	pos = iocb->ki_pos;
 	if (res > 0)
 		pos -= res;	/* the block device advanced ki_pos by the result */
 	if (!nvmetrace_file_lba(file, pos, &dev, &lba) || !nvmetrace_sampled(lba))
 		return;
 	op = (iocb->ki_flags & IOCB_WRITE) ? nvme_cmd_write : nvme_cmd_read;
+posted:
 	io_thread = current->flags & PF_IO_WORKER;	/* no task of the ring's to wait for */
 	emit(NVMETRACE_EV_URING_CQE, lba, dev, res > 0 ? res : 0, 0, 0,
 	     io_thread ? NVMETRACE_URING_CQE_NO_REAP : 0, 0, op,
@@ -483,6 +577,8 @@ static void uring_hooks_reset(void)
 {
 	memset(uring_tasks, 0, sizeof(uring_tasks));
 	memset(uring_wq, 0, sizeof(uring_wq));
+	memset(uring_pt, 0, sizeof(uring_pt));
+	memset(uring_ptc, 0, sizeof(uring_ptc));
 	memset(uring_pend, 0, sizeof(uring_pend));
 	atomic_set(&uring_pend_live.n, 0);
 }

@@ -19,4 +19,13 @@
 bool nvmetrace_uring_origin(const struct kiocb *iocb, u64 *since, u16 *path,
 			    u64 *wq_queued);
 
+/*
+ * nvme_setup_cmd of a sampled passthrough read or write whose request's
+ * end_io_data is ioucmd: if that is an io_uring passthrough command
+ * (IORING_OP_URING_CMD) whose SQE the io_uring probes saw taken, record its
+ * FILE_SUBMIT (the SQE's time in aux) and keep the command for its CQE;
+ * false: not one.
+ */
+bool nvmetrace_uring_pt_setup(const void *ioucmd, u64 lba, u32 dev, u32 len, u8 op);
+
 #endif

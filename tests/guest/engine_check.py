@@ -9,7 +9,8 @@ them): for --ioengine=psync or pvsync2 the pread/pwrite path, from the system ca
 its return; for io_uring (the default) io-wq for --force_async, the SQPOLL thread for
 --sqthread_poll, else the inline issue in io_uring_enter(); of an inline or SQPOLL job, a
 command the kernel issued again from io-wq after EAGAIN counts as that, and at least half of
-them must have taken the path asked for. Every group says what its end to
+them must have taken the path asked for; --ioengine=io_uring_cmd (NVMe passthrough on /dev/ngXnY)
+is the io_uring_cmd path, from the io_uring_enter() entry to the reap. Every group says what its end to
 end spans: a group from the io_uring_enter() entry to its return reaches user space; one whose
 reap is not seen says so. Prints the report's end to end beside fio's mean lat, per group and
 over the commands whose span reaches user space. With POLL_QID in the environment (the
@@ -54,6 +55,7 @@ def main():
     # every I/O of these reaches user space, and its span is nearly all of fio's lat
     inline = sync or (not opts.get("force_async") and not opts.get("sqthread_poll"))
     want = ("pread/pwrite" if sync else
+            "io_uring_cmd" if opts.get("ioengine") == "io_uring_cmd" else
             "io_uring, io-wq" if opts.get("force_async") else
             "io_uring, SQPOLL" if opts.get("sqthread_poll") else "io_uring")
     n_path = sum(g["n"] for g in groups if g["span"]["interface"] == want)

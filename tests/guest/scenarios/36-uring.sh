@@ -1,7 +1,8 @@
 #!/bin/bash
 # 36-uring: fio's io_uring engine on the nvme-tcp namespace (loopback, both roles recorded, every
 # command): inline issue at QD1 and QD16, registered files and fixed buffers, IOSQE_ASYNC (the
-# io-wq path) and SQPOLL. Every fio I/O is one reported command of its io_uring path; each
+# io-wq path) and SQPOLL, and NVMe passthrough (fio's io_uring_cmd engine on /dev/ngXnY) at QD1 and
+# QD16. Every fio I/O is one reported command of its io_uring path; each
 # group says what its end to end spans; the inline and io-wq groups start at the io_uring_enter()
 # entry and end where user space took the CQE: the io_uring_enter() return that handed it over,
 # or, taken from the mapped CQ ring, the next entry (seen by the ring's head), so an inline job's
@@ -26,3 +27,8 @@ job uring-randread-4k-qd16-fixed --rw=randread --bs=4k --iodepth=16 --fixedbufs=
 	--registerfiles=1
 job uring-randread-4k-qd4-async --rw=randread --bs=4k --iodepth=4 --force_async=1
 job uring-randread-4k-qd1-sqpoll --rw=randread --bs=4k --iodepth=1 --sqthread_poll=1
+# passthrough: no bio, timed from the SQE to the reap as the block path is (a char device: no
+# O_DIRECT)
+cmd() { fio_job_recorded "$1" "ng${dev#nvme}" --ioengine=io_uring_cmd --cmd_type=nvme --direct=0 "${@:2}"; }
+cmd uring-cmd-randread-4k-qd1 --rw=randread --bs=4k --iodepth=1
+cmd uring-cmd-randwrite-16k-qd16 --rw=randwrite --bs=16k --iodepth=16

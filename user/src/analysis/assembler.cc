@@ -65,6 +65,8 @@ std::string_view submit_path_name(SubmitPath p) {
             return "io_uring, SQPOLL";
         case SubmitPath::sync:
             return "pread/pwrite";
+        case SubmitPath::uring_cmd:
+            return "io_uring_cmd";
     }
     return "";
 }
@@ -298,6 +300,11 @@ void Assembler::push_host_rq(const nvmetrace_rec& rec, int slot) {
             const uint64_t bio_ts = w.ts;
             if (take_latest(WaitKey{rec.lba, c.dev, op, 2}, bio_ts, &w))
                 attach_file_submit(c, w, bio_ts);
+        } else if (rec.event == NVMETRACE_EV_NVME_SETUP && (rec.flags & NVMETRACE_REC_PASSTHRU) &&
+                   take_latest(WaitKey{rec.lba, c.dev, op, 2}, rec.ts, &w)) {
+            // io_uring's passthrough: no bio; its submission is recorded at
+            // the driver's setup, just before this record
+            attach_file_submit(c, w, rec.ts);
         }
     }
     Command& c = f.cmd;
@@ -392,9 +399,10 @@ void Assembler::attach_file_submit(Command& c, const Waiting& file, uint64_t bio
     c.pid = NVMETRACE_UAUX_PID(file.aux);
     const bool uring = file.cid == NVMETRACE_IFACE_URING;
     const bool sync = file.cid == NVMETRACE_IFACE_SYNC;
-    c.submit_path = uring  ? ((file.tag & NVMETRACE_URING_SQPOLL) ? SubmitPath::uring_sqpoll
-                              : (file.tag & NVMETRACE_URING_IOWQ) ? SubmitPath::uring_iowq
-                                                                  : SubmitPath::uring)
+    c.submit_path = uring  ? ((file.tag & NVMETRACE_URING_CMD)      ? SubmitPath::uring_cmd
+                              : (file.tag & NVMETRACE_URING_SQPOLL) ? SubmitPath::uring_sqpoll
+                              : (file.tag & NVMETRACE_URING_IOWQ)   ? SubmitPath::uring_iowq
+                                                                    : SubmitPath::uring)
                     : sync ? SubmitPath::sync
                     : file.cid == NVMETRACE_IFACE_AIO || NVMETRACE_UAUX_HI(file.aux)
                         ? SubmitPath::aio

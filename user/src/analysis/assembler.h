@@ -33,6 +33,7 @@ enum class SubmitPath : uint8_t {
     uring_iowq,    // io_uring, issued by an io-wq worker
     uring_sqpoll,  // io_uring, taken by the SQPOLL thread
     sync,          // pread64(), pwrite64(), preadv(), pwritev(), preadv2(), pwritev2()
+    uring_cmd,     // io_uring NVMe passthrough (IORING_OP_URING_CMD), set up by the driver
 };
 std::string_view submit_path_name(SubmitPath p);
 

@@ -102,6 +102,9 @@ inline constexpr ComponentDef kComponents[] = {
      kHost | kJoined, 0},
     {"file submission to the block layer", NVMETRACE_EV_FILE_SUBMIT, NVMETRACE_EV_BIO_QUEUE,
      "syscall and file submission (before the block layer)", kHost | kJoined, 0},
+    // io_uring's passthrough: no bio; its submission is recorded at the driver's setup
+    {"passthrough submission to nvme_setup_cmd", NVMETRACE_EV_FILE_SUBMIT, NVMETRACE_EV_NVME_SETUP,
+     "syscall and file submission (before the block layer)", kHost | kJoined, 0},
     {"host block layer, submission", NVMETRACE_EV_BIO_QUEUE, NVMETRACE_EV_NVME_SETUP,
      "host block layer", kHost | kJoined, 0},
     {"host driver, submission", NVMETRACE_EV_NVME_SETUP, NVMETRACE_EV_RQ_ISSUE, "host driver",
@@ -275,6 +278,7 @@ inline constexpr NamedId kComponentIds[] = {
     {"io_uring: SQE taken to io-wq", "host.uring.to_iowq"},
     {"queued in io-wq", "host.uring.iowq"},
     {"file submission to the block layer", "host.file.submit"},
+    {"passthrough submission to nvme_setup_cmd", "host.passthru.submit"},
     {"host block layer, submission", "host.block.submit"},
     {"host driver, submission", "host.driver.submit"},
     {"host driver, to the NIC (nvme-rdma)", "host.driver.rdma_post"},

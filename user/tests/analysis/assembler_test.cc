@@ -218,6 +218,40 @@ std::vector<nvmetrace_rec> uring_tail(uint64_t t0, uint64_t lba, uint64_t reap_a
             host(NVMETRACE_EV_URING_REAP, t0 + 60000, 0, lba, false, kNvme0n1, 0, 0, reap_aux)};
 }
 
+// io_uring's passthrough (IORING_OP_URING_CMD on /dev/ngXnY): the module
+// records the submission at the driver's setup, with the SQE's time in its
+// aux, and keeps the command for its CQE: the command runs from the SQE to
+// the reap like a read through the block device file.
+TEST_F(AssemblerTest, IoUringPassthroughFromTheSqeToTheReap) {
+    std::vector<nvmetrace_rec> recs = host_command(1'002'000, 9, 777);
+    recs.erase(recs.begin());  // the bio
+    for (auto& r : recs)
+        r.flags |= NVMETRACE_REC_PASSTHRU;
+    nvmetrace_rec file = uring_file(recs.front().ts - 100, 777, NVMETRACE_URING_CMD, 1'500);
+    file.flags |= NVMETRACE_REC_PASSTHRU;
+    recs.insert(recs.begin(), file);
+    for (const auto& r : uring_tail(1'000'000, 777))
+        recs.push_back(r);
+    feed(recs);
+    ASSERT_EQ(out.size(), 1u);
+    const Command& c = out[0];
+    EXPECT_TRUE(c.passthru);
+    EXPECT_EQ(c.submit_path, SubmitPath::uring_cmd);
+    EXPECT_EQ(c.pid, 42u);
+    EXPECT_EQ(c.at(slot(NVMETRACE_EV_URING_SUBMIT)), file.ts - 1'500);
+    EXPECT_EQ(c.at(slot(NVMETRACE_EV_URING_REAP)), 1'060'000u);
+    Layout l = layout_for(View::host_only, c.present, kComponents);
+    EXPECT_TRUE(l.complete());
+    EXPECT_EQ(l.first_slot, slot(NVMETRACE_EV_URING_SUBMIT));
+    EXPECT_EQ(l.last_slot, slot(NVMETRACE_EV_URING_REAP));
+    Span sp = span_of(l, c.submit_path, c.reap_unseen);
+    EXPECT_TRUE(sp.user_space);
+    EXPECT_EQ(sp.from, "io_uring_enter() entry");
+    EXPECT_EQ(sp.interface, "io_uring_cmd");
+    EXPECT_EQ(assembler.counts().user_unmatched, 0u);
+    EXPECT_EQ(assembler.in_flight(), 0u);
+}
+
 TEST_F(AssemblerTest, IoUringCommandFromTheSqeToTheReap) {
     std::vector<nvmetrace_rec> v{uring_file(1'000'000, 4242, 0, 900)};
     for (const auto& r : host_command(1'002'000, 7, 4242))

@@ -242,6 +242,7 @@ enum nvmetrace_event {
 #define NVMETRACE_IFACE_SYNC		3u	/* pread64() ... pwritev2() */
 #define NVMETRACE_URING_IOWQ		(1u << 0)	/* issued by an io-wq worker */
 #define NVMETRACE_URING_SQPOLL		(1u << 1)	/* taken by the SQPOLL thread */
+#define NVMETRACE_URING_CMD		(1u << 2)	/* NVMe passthrough, IORING_OP_URING_CMD */
 
 /*
  * aux of NVMETRACE_EV_URING_REAP: the thread id in the low 32 bits, and
