@@ -6,10 +6,13 @@
  * Built-in tracepoints, attached by name through for_each_kernel_tracepoint()
  * (hooks.c).  A request's op and LBA come from the block layer, or for a
  * sampled passthrough request from its NVMe command (pt_find(), noted by
- * probes/nvme.c).
+ * probes/nvme.c).  A bio's record names the thread that queued it, and
+ * whether that is a kernel thread (write-back): the analysis says where a
+ * command without a system call came from.
  */
 #include <linux/blk-mq.h>
 #include <linux/blkdev.h>
+#include <linux/sched.h>
 #include <trace/events/block.h>
 
 #include "probe.h"
@@ -38,7 +41,9 @@ static void probe_bio_queue(void *data, struct bio *bio)
 	if (!nvmetrace_sampled(lba))
 		return;
 	emit(NVMETRACE_EV_BIO_QUEUE, lba, dev, bio->bi_iter.bi_size, 0, 0, 0,
-	     0, op, op == nvme_cmd_write ? NVMETRACE_REC_WRITE : 0, 0);
+	     0, op, op == nvme_cmd_write ? NVMETRACE_REC_WRITE : 0,
+	     (u64)(u32)current->pid |
+	     ((current->flags & PF_KTHREAD) ? NVMETRACE_BIO_KTHREAD : 0));
 }
 
 static void probe_rq_insert(void *data, struct request *rq)

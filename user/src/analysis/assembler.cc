@@ -67,6 +67,8 @@ std::string_view submit_path_name(SubmitPath p) {
             return "pread/pwrite";
         case SubmitPath::uring_cmd:
             return "io_uring_cmd";
+        case SubmitPath::kernel:
+            return "kernel thread";
     }
     return "";
 }
@@ -178,9 +180,10 @@ void Assembler::push_gap(const nvmetrace_rec& rec) {
 }
 
 bool Assembler::may_have_lost(const Command& c) {
-    const uint32_t kind = uint32_t{c.side == Side::target} | uint32_t{c.op == Op::write} << 1 |
-                          uint32_t{c.passthru} << 2 |
-                          uint32_t{c.submit_path != SubmitPath::none} << 3;
+    const uint32_t kind =
+        uint32_t{c.side == Side::target} | uint32_t{c.op == Op::write} << 1 |
+        uint32_t{c.passthru} << 2 |
+        uint32_t{c.submit_path != SubmitPath::none && c.submit_path != SubmitPath::kernel} << 3;
     const uint64_t from = c.first_ts(), to = c.last_ts();
     const bool overlaps = std::any_of(known_gaps_.begin(), known_gaps_.end(), [&](const GapRun& g) {
         return g.first_ts <= to && g.last_ts >= from;
@@ -297,9 +300,15 @@ void Assembler::push_host_rq(const nvmetrace_rec& rec, int slot) {
             c.ts[s] = w.ts;
             c.present |= EventMask{1} << s;
             // the file submission came before its bio
-            const uint64_t bio_ts = w.ts;
-            if (take_latest(WaitKey{rec.lba, c.dev, op, 2}, bio_ts, &w))
+            const uint64_t bio_ts = w.ts, bio_aux = w.aux;
+            if (take_latest(WaitKey{rec.lba, c.dev, op, 2}, bio_ts, &w)) {
                 attach_file_submit(c, w, bio_ts);
+            } else {
+                // no system call of its own: who queued the bio (write-back is a kernel thread's)
+                c.pid = static_cast<uint32_t>(bio_aux);
+                if (bio_aux & NVMETRACE_BIO_KTHREAD)
+                    c.submit_path = SubmitPath::kernel;
+            }
         } else if (rec.event == NVMETRACE_EV_NVME_SETUP && (rec.flags & NVMETRACE_REC_PASSTHRU) &&
                    take_latest(WaitKey{rec.lba, c.dev, op, 2}, rec.ts, &w)) {
             // io_uring's passthrough: no bio; its submission is recorded at

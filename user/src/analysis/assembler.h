@@ -34,6 +34,7 @@ enum class SubmitPath : uint8_t {
     uring_sqpoll,  // io_uring, taken by the SQPOLL thread
     sync,          // pread64(), pwrite64(), preadv(), pwritev(), preadv2(), pwritev2()
     uring_cmd,     // io_uring NVMe passthrough (IORING_OP_URING_CMD), set up by the driver
+    kernel,        // no file submission; its bio was queued by a kernel thread (write-back)
 };
 std::string_view submit_path_name(SubmitPath p);
 

@@ -370,7 +370,10 @@ Span span_of(const Layout& l, SubmitPath path, bool reap_unseen, bool reap_ring)
             break;
         default:
             s.from = kEvents[l.first_slot].name;
-            notes.push_back("the submission above the block layer is not recorded");
+            notes.push_back(path == SubmitPath::kernel
+                                ? "queued by a kernel thread (the page cache's write-back, or "
+                                  "another kernel user of the disk): no system call starts it"
+                                : "the submission above the block layer is not recorded");
             break;
     }
     switch (last) {

@@ -202,6 +202,31 @@ TEST_F(AssemblerTest, WithoutUserEventsTheCommandEndsAtTheBlockLayer) {
     EXPECT_EQ(out[1].at(l.first_slot), 2'000'000u - 700u);
 }
 
+// A bio with no system call of its own: the thread that queued it is the
+// command's; a kernel thread's (the page cache's write-back) makes the command
+// a kernel thread's, grouped apart and saying no system call starts it.
+TEST_F(AssemblerTest, BioQueuedByAKernelThreadIsWriteBack) {
+    auto wb = host_command(1'000'000, 7, 4242);
+    ASSERT_EQ(wb.front().event, NVMETRACE_EV_BIO_QUEUE);
+    wb.front().aux = 321 | NVMETRACE_BIO_KTHREAD;
+    auto task = host_command(2'000'000, 8, 777);
+    task.front().aux = 654;  // an fsync() of the task's own: not a kernel thread's
+    feed(wb);
+    feed(task);
+    ASSERT_EQ(out.size(), 2u);
+    EXPECT_EQ(out[0].submit_path, SubmitPath::kernel);
+    EXPECT_EQ(out[0].pid, 321u);
+    EXPECT_EQ(out[1].submit_path, SubmitPath::none);
+    EXPECT_EQ(out[1].pid, 654u);
+    Layout l = layout_for(View::host_only, out[0].present, kComponents);
+    Span sp = span_of(l, out[0].submit_path, false);
+    EXPECT_FALSE(sp.user_space);
+    EXPECT_EQ(sp.interface, "kernel thread");
+    EXPECT_NE(sp.note.find("write-back"), std::string::npos) << sp.note;
+    Span st = span_of(l, out[1].submit_path, false);
+    EXPECT_NE(st.note.find("not recorded"), std::string::npos) << st.note;
+}
+
 // io_uring above the block layer: the SQE taken (io_uring_enter() entry, in
 // the file submission's aux), the file submission, the CQE and the return of
 // the io_uring_enter() call that waited for it.

@@ -245,6 +245,13 @@ enum nvmetrace_event {
 #define NVMETRACE_URING_CMD		(1u << 2)	/* NVMe passthrough, IORING_OP_URING_CMD */
 
 /*
+ * aux of NVMETRACE_EV_BIO_QUEUE: the queueing thread's id (low 32 bits), and
+ * NVMETRACE_BIO_KTHREAD for a kernel thread (write-back, or another kernel
+ * user of the disk).  0 in recordings made before it.
+ */
+#define NVMETRACE_BIO_KTHREAD		(1ull << 32)
+
+/*
  * aux of NVMETRACE_EV_URING_REAP: the thread id in the low 32 bits, and
  * flags: LATE, the CQE was posted before the io_uring_enter() call that
  * returned began (user space may have taken it from the mapped ring before,
