@@ -164,16 +164,26 @@ static void nvmetrace_uring_wq_claimed_entry_skipped(struct kunit *test)
 	KUNIT_EXPECT_TRUE(test, nvmetrace_uring_wq_find(set, req_at(1), &start, &queued));
 }
 
+/* req_at(i) claimed in an empty set and published with the times and word */
+static struct nvmetrace_uring_wq *published(struct kunit *test, struct nvmetrace_uring_wq *set,
+					    unsigned long i, u64 start, u64 queued, u64 word)
+{
+	struct nvmetrace_uring_wq *w;
+
+	memset(set, 0, WAYS * sizeof(*set));
+	w = nvmetrace_uring_wq_claim(set, req_at(i));
+	KUNIT_ASSERT_NOT_NULL(test, w);
+	nvmetrace_uring_wq_publish_word(w, req_at(i), start, queued, word);
+	return w;
+}
+
 /* the caller's word travels with the times; a republish replaces both */
 static void nvmetrace_uring_wq_word_published_with_times(struct kunit *test)
 {
 	struct nvmetrace_uring_wq set[WAYS], *w;
 	u64 start, queued, word;
 
-	memset(set, 0, sizeof(set));
-	w = nvmetrace_uring_wq_claim(set, req_at(3));
-	KUNIT_ASSERT_NOT_NULL(test, w);
-	nvmetrace_uring_wq_publish_word(w, req_at(3), 10, 11, 4242);
+	published(test, set, 3, 10, 11, 4242);
 	KUNIT_ASSERT_TRUE(test, nvmetrace_uring_wq_find_word(set, req_at(3), &start, &queued,
 							     &word));
 	KUNIT_EXPECT_EQ(test, word, 4242ULL);
@@ -193,10 +203,7 @@ static void nvmetrace_uring_wq_taken_once(struct kunit *test)
 	struct nvmetrace_uring_wq set[WAYS], *w;
 	u64 start, queued, word;
 
-	memset(set, 0, sizeof(set));
-	w = nvmetrace_uring_wq_claim(set, req_at(5));
-	KUNIT_ASSERT_NOT_NULL(test, w);
-	nvmetrace_uring_wq_publish_word(w, req_at(5), 1, 2, 3);
+	w = published(test, set, 5, 1, 2, 3);
 	KUNIT_EXPECT_TRUE(test, nvmetrace_uring_wq_take_word(set, req_at(5), &start, &queued,
 							     &word));
 	KUNIT_EXPECT_EQ(test, word, 3ULL);
