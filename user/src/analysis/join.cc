@@ -12,6 +12,7 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <stdexcept>
 #include <tuple>
@@ -491,12 +492,19 @@ bool role_has(const std::string& role, std::string_view side) {
 // CLOCK_REALTIME - CLOCK_MONOTONIC at the recording's start: the machine's
 // boot instant on the wall clock.  Equal (to the read jitter) for two
 // recordings of one boot of one machine, whose monotonic clocks are then one.
-int64_t boot_wall(const RecordingMeta& m) {
-    return m.start_realtime_ns - m.start_monotonic_ns;
+// None when a damaged header's times overflow it.
+std::optional<int64_t> boot_wall(const RecordingMeta& m) {
+    int64_t w;
+    if (__builtin_sub_overflow(m.start_realtime_ns, m.start_monotonic_ns, &w))
+        return std::nullopt;
+    return w;
 }
 
 bool same_clock(const RecordingMeta& a, const RecordingMeta& b) {
-    return a.hostname == b.hostname && std::llabs(boot_wall(a) - boot_wall(b)) < 10'000'000;
+    const auto wa = boot_wall(a), wb = boot_wall(b);
+    int64_t d;
+    return a.hostname == b.hostname && wa && wb && !__builtin_sub_overflow(*wa, *wb, &d) &&
+           d > -10'000'000 && d < 10'000'000;
 }
 
 // One recording, read block by block through its own Assembler.
@@ -562,7 +570,11 @@ std::vector<uint16_t> host_cntlids(const RecordingMeta& m) {
 int64_t calibrate(const std::string& host_path, const RecordingMeta& host_meta,
                   const std::vector<std::string>& target_paths, const RecordingMeta& target_meta,
                   size_t max_commands) {
-    const int64_t wall = boot_wall(host_meta) - boot_wall(target_meta);
+    // the wall clocks' guess; none (0) when a damaged header's times overflow it
+    const auto hw = boot_wall(host_meta), tw = boot_wall(target_meta);
+    int64_t wall = 0;
+    if (!hw || !tw || __builtin_sub_overflow(*hw, *tw, &wall))
+        wall = 0;
     FileStream h(host_path);
     std::vector<Command> hosts;
     while (hosts.size() < max_commands) {
