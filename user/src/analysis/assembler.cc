@@ -408,10 +408,11 @@ void Assembler::attach_file_submit(Command& c, const Waiting& file, uint64_t bio
     c.pid = NVMETRACE_UAUX_PID(file.aux);
     const bool uring = file.cid == NVMETRACE_IFACE_URING;
     const bool sync = file.cid == NVMETRACE_IFACE_SYNC;
-    c.submit_path = uring  ? ((file.tag & NVMETRACE_URING_CMD)      ? SubmitPath::uring_cmd
-                              : (file.tag & NVMETRACE_URING_SQPOLL) ? SubmitPath::uring_sqpoll
-                              : (file.tag & NVMETRACE_URING_IOWQ)   ? SubmitPath::uring_iowq
-                                                                    : SubmitPath::uring)
+    // SQPOLL first: a passthrough SQE the SQPOLL thread took starts there, not at a call
+    c.submit_path = uring  ? ((file.tag & NVMETRACE_URING_SQPOLL) ? SubmitPath::uring_sqpoll
+                              : (file.tag & NVMETRACE_URING_CMD)  ? SubmitPath::uring_cmd
+                              : (file.tag & NVMETRACE_URING_IOWQ) ? SubmitPath::uring_iowq
+                                                                  : SubmitPath::uring)
                     : sync ? SubmitPath::sync
                     : file.cid == NVMETRACE_IFACE_AIO || NVMETRACE_UAUX_HI(file.aux)
                         ? SubmitPath::aio

@@ -275,6 +275,20 @@ TEST_F(AssemblerTest, IoUringPassthroughFromTheSqeToTheReap) {
     EXPECT_EQ(sp.interface, "io_uring_cmd");
     EXPECT_EQ(assembler.counts().user_unmatched, 0u);
     EXPECT_EQ(assembler.in_flight(), 0u);
+    // taken by the SQPOLL thread: it starts there, not at an io_uring_enter() entry
+    out.clear();
+    for (auto& r : recs) {
+        r.ts += 1'000'000;
+        if (r.event == NVMETRACE_EV_FILE_SUBMIT)
+            r.tag |= NVMETRACE_URING_SQPOLL;
+    }
+    feed(recs);
+    ASSERT_EQ(out.size(), 1u);
+    EXPECT_EQ(out[0].submit_path, SubmitPath::uring_sqpoll);
+    EXPECT_EQ(
+        span_of(layout_for(View::host_only, out[0].present, kComponents), out[0].submit_path, false)
+            .from,
+        "the SQE taken by the SQPOLL thread");
 }
 
 TEST_F(AssemblerTest, IoUringCommandFromTheSqeToTheReap) {
