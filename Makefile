@@ -28,6 +28,8 @@
 #   make install      install the tool, its man pages ($(PREFIX)/share/man/man1) and the
 #                     module (into the running kernel's tree)
 #   make dkms-install register the module with DKMS
+#   make spdk         build SPDK (nvmf_tgt, spdk_nvme_perf, trace tools) into the cache from
+#                     SPDK_DIR or the v26.05 source beside the tree (tools/spdk; ~2 min)
 #   make clean
 
 VERSION := $(shell cat VERSION)
@@ -36,7 +38,7 @@ BUILD ?= $(CURDIR)/build
 PREFIX ?= /usr/local
 export NVMETRACE_BUILD := $(BUILD)
 
-.PHONY: all deps module tool check check-all check-debug debug-kernel check-kcsan kcsan-kernel demo bench bench-record bench-join fuzz install dkms-install clean
+.PHONY: all deps module tool check check-all check-debug debug-kernel check-kcsan kcsan-kernel demo bench bench-record bench-join fuzz install dkms-install spdk clean
 
 all: module tool
 
@@ -96,6 +98,9 @@ bench-join:
 
 fuzz:
 	tests/fuzz-check $(or $(FUZZ_SECONDS),600)
+
+spdk:
+	tools/spdk build
 
 install: tool
 	install -D -m 0755 $(BUILD)/user/nvmetrace $(DESTDIR)$(PREFIX)/bin/nvmetrace

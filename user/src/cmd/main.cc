@@ -181,10 +181,16 @@ int run(int argc, char** argv) {
     ProbeOptions probe_opts;
     CLI::App* probe = app.add_subcommand("probe", "Which hooks can attach on this kernel");
     probe->footer(
-        "Examples:\n  nvmetrace probe -r host -r target\n  nvmetrace probe -r host -t rdma");
+        "Examples:\n  nvmetrace probe -r host -r target\n  nvmetrace probe -r host -t rdma\n"
+        "  nvmetrace probe -r host -t tcp --spdk-target build/bin/nvmf_tgt");
     probe->add_option("-r,--role", probe_opts.roles, "host and/or target")
-        ->required()
         ->check(CLI::IsMember({"host", "target"}));
+    probe->add_option("--spdk-target", probe_opts.spdk_target,
+                      "The target is SPDK's nvmf_tgt: its binary, pid or trace file "
+                      "(/dev/shm/nvmf_trace.*); checks its trace ring, not nvmet's hooks");
+    probe->add_option("--spdk-host", probe_opts.spdk_host,
+                      "The host is an app on SPDK's NVMe driver (spdk_nvme_perf): its binary, "
+                      "pid or trace file; checks its trace ring, not the kernel host's hooks");
     probe->add_option("-t,--transport", probe_opts.transport, "tcp or rdma")
         ->check(CLI::IsMember({"tcp", "rdma"}));
 

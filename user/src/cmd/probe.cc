@@ -2,6 +2,7 @@
 
 #include "cmd/record.h"
 #include "kernel/genl.h"
+#include "spdk/process.h"
 #include "util/error.h"
 
 #include <linux/nvmetrace.h>
@@ -51,10 +52,26 @@ int run_probe(const ProbeOptions& opts) {
     uint32_t role = 0;
     for (const auto& r : opts.roles)
         role |= r == "host" ? NVMETRACE_ROLE_HOST : NVMETRACE_ROLE_TARGET;
-    if (!role)
-        throw Error("probe: -r host or -r target");
+    if (!role && opts.spdk_target.empty() && opts.spdk_host.empty())
+        throw Error("probe: -r host or -r target (or --spdk-target, --spdk-host)");
     if (!opts.transport.empty() && opts.transport != "tcp" && opts.transport != "rdma")
         throw Error(fmt::format("probe: -t {}: the transport is tcp or rdma", opts.transport));
+
+    // SPDK's roles: its trace ring, not the kernel's hooks
+    bool spdk_ok = true;
+    const std::vector<std::string> transports = opts.transport.empty()
+                                                    ? std::vector<std::string>{"tcp", "rdma"}
+                                                    : std::vector<std::string>{opts.transport};
+    if (!opts.spdk_host.empty()) {
+        spdk_ok = spdk::probe_role(false, opts.spdk_host, transports) && spdk_ok;
+        role &= ~NVMETRACE_ROLE_HOST;
+    }
+    if (!opts.spdk_target.empty()) {
+        spdk_ok = spdk::probe_role(true, opts.spdk_target, transports) && spdk_ok;
+        role &= ~NVMETRACE_ROLE_TARGET;
+    }
+    if (!role)
+        return spdk_ok ? 0 : 1;
 
     const bool btf = fs::exists("/sys/kernel/btf/vmlinux");
     fmt::print("kernel BTF: {}\n", btf ? "yes" : "no (CONFIG_DEBUG_INFO_BTF off)");
@@ -178,7 +195,7 @@ int run_probe(const ProbeOptions& opts) {
     if (!start_error.empty())
         fmt::print("  {}\n", start_error);
     fmt::print("  load: {}\n", ok ? "ok" : "FAILED");
-    return ok ? 0 : 1;
+    return ok && spdk_ok ? 0 : 1;
 }
 
 }  // namespace nvmetrace

@@ -1,0 +1,106 @@
+#!/bin/bash
+# 50-spdk: SPDK's NVMe-oF target (nvmf_tgt, TCP, a malloc bdev, no hugepages) in the guest,
+# with the kernel's nvme-tcp host and with SPDK's own initiator (spdk_nvme_perf) on it.
+# - probe --spdk-target finds the running nvmf_tgt, its trace ring, and the tracepoints it
+#   needs on: ok for TCP with -e nvmf_tcp,bdev, "off" with the group to enable for RDMA;
+# - probe -r host --spdk-target checks the kernel host's hooks and SPDK's target together;
+# - a host recording of fio on the kernel's nvme-tcp namespace of that target has every fio
+#   I/O as a command whose target side is not recorded (50-spdk.check reports it);
+# - probe --spdk-host finds spdk_nvme_perf's trace ring while it runs (-y nvme_tcp);
+# - probe of a binary with no process running, and of a pid without a trace ring, fail
+#   and say how to start the app.
+# SPDK is built into the cache on the lane's machine (tools/spdk build); the guest runs it from
+# the shared root.
+# lane-timeout: 420
+. "$NVMETRACE_SRC/tests/guest/lib.sh"
+need_ko
+need_bin
+
+SPDK=$("$NVMETRACE_SRC/tools/spdk" path) || fail "SPDK is not built: tools/spdk build (the test command's spdk stage builds it)"
+NQN=nqn.2024-01.io.nvmetrace:spdk
+RPC=("$SPDK/scripts/rpc.py" -t 60)
+mkdir -p /var/run /tmp/spdk
+# one reactor on CPU 0; spdk_nvme_perf polls on CPU 1
+"$SPDK/bin/nvmf_tgt" --no-huge -s 512 -m 0x1 -e nvmf_tcp,bdev >"$RESULTS/nvmf_tgt.log" 2>&1 &
+TGT=$!
+spdk_up() { kill -0 $TGT && "${RPC[@]}" spdk_get_version >/dev/null; }
+wait_for 180 spdk_up || { cat "$RESULTS/nvmf_tgt.log"; fail "nvmf_tgt did not answer RPCs"; }
+"${RPC[@]}" nvmf_create_transport -t TCP >/dev/null || fail "nvmf_create_transport failed"
+"${RPC[@]}" bdev_malloc_create -b Malloc0 64 512 >/dev/null || fail "bdev_malloc_create failed"
+"${RPC[@]}" nvmf_create_subsystem "$NQN" -a -s NVMETRACE0001 || fail "nvmf_create_subsystem failed"
+"${RPC[@]}" nvmf_subsystem_add_ns "$NQN" Malloc0 || fail "nvmf_subsystem_add_ns failed"
+"${RPC[@]}" nvmf_subsystem_add_listener "$NQN" -t tcp -a "$NVMET_ADDR" -s "$NVMET_PORT" ||
+	fail "nvmf_subsystem_add_listener failed"
+log "SPDK nvmf_tgt (pid $TGT): $NQN on tcp $NVMET_ADDR:$NVMET_PORT, a 64 MiB malloc bdev"
+
+# the target alone: no module needed
+"$NVMETRACE_BIN" probe --spdk-target "$SPDK/bin/nvmf_tgt" >"$RESULTS/probe-target.txt" 2>&1 ||
+	{ cat "$RESULTS/probe-target.txt"; fail "probe --spdk-target failed"; }
+cat "$RESULTS/probe-target.txt"
+grep -qE "^  process $TGT: trace /dev/shm/nvmf_trace\.pid$TGT: 1 core," "$RESULTS/probe-target.txt" ||
+	fail "probe did not find nvmf_tgt's trace ring"
+for t in TCP_REQ_NEW TCP_REQ_EXECUTING TCP_REQ_COMPLETED BDEV_IO_START BDEV_IO_DONE; do
+	grep -qE "^  ok +$t " "$RESULTS/probe-target.txt" || fail "probe: $t is not ok"
+done
+grep -qE '^  off +RDMA_REQ_NEW +nvmf_rdma +group nvmf_rdma not enabled' "$RESULTS/probe-target.txt" ||
+	fail "probe did not say RDMA's tracepoints are off"
+grep -q '^  start it with -e nvmf_rdma to record over rdma$' "$RESULTS/probe-target.txt" ||
+	fail "probe did not say which group RDMA needs"
+# by pid and by trace file, the same
+"$NVMETRACE_BIN" probe -t tcp --spdk-target "$TGT" >"$RESULTS/probe-pid.txt" 2>&1 ||
+	{ cat "$RESULTS/probe-pid.txt"; fail "probe --spdk-target PID failed"; }
+"$NVMETRACE_BIN" probe -t tcp --spdk-target "/dev/shm/nvmf_trace.pid$TGT" \
+	>"$RESULTS/probe-file.txt" 2>&1 || { cat "$RESULTS/probe-file.txt"; fail "probe --spdk-target FILE failed"; }
+grep -q RDMA "$RESULTS/probe-pid.txt" && fail "probe -t tcp listed RDMA's tracepoints"
+
+# the kernel's nvme-tcp host on SPDK's target, recorded on the host side
+insmod "$NVMETRACE_KO" || fail "insmod failed"
+dev=$(nvme_tcp_connect "$NQN") || fail "the kernel host did not connect to SPDK's target"
+log "kernel host: /dev/$dev on SPDK's $NQN"
+"$NVMETRACE_BIN" probe -r host -t tcp --spdk-target "$SPDK/bin/nvmf_tgt" >"$RESULTS/probe-both.txt" 2>&1 ||
+	{ cat "$RESULTS/probe-both.txt"; fail "probe -r host --spdk-target failed"; }
+grep -q '^host (module nvme_core: loaded)' "$RESULTS/probe-both.txt" || fail "probe left out the kernel host"
+[ "$(grep -c '^  load: ok' "$RESULTS/probe-both.txt")" = 2 ] || fail "probe: not both roles ok"
+grep -q '^target (module nvmet' "$RESULTS/probe-both.txt" && fail "probe checked nvmet although SPDK is the target"
+
+"$NVMETRACE_BIN" record -r host -s 1 -o "$RESULTS/host.ntr" >"$RESULTS/record.out" 2>&1 &
+REC=$!
+recorder_wait "$RESULTS/record.out"
+run_fio rd --filename="/dev/$dev" --ioengine=libaio --direct=1 --rw=randread --bs=4k \
+	--iodepth=1 --time_based --runtime=2 --size=64m || fail "fio on SPDK's namespace failed"
+kill -INT $REC
+wait $REC || { cat "$RESULTS/record.out"; fail "record failed"; }
+nvme_disconnect_all
+
+# SPDK's initiator: its trace ring while it runs
+PERF_OUT=$RESULTS/perf.txt
+"$SPDK/bin/spdk_nvme_perf" --no-huge -s 256 -c 0x2 -q 1 -o 4096 -w randread -t 20 -y nvme_tcp \
+	-r "trtype:TCP adrfam:IPv4 traddr:$NVMET_ADDR trsvcid:$NVMET_PORT subnqn:$NQN" >"$PERF_OUT" 2>&1 &
+PERF=$!
+perf_traced() {
+	"$NVMETRACE_BIN" probe -t tcp --spdk-host "$SPDK/bin/spdk_nvme_perf" >"$RESULTS/probe-host.txt" 2>&1 &&
+		grep -qE '^  ok +NVME_TCP_COMPLETE +nvme_tcp +.*, [1-9][0-9]* hits$' "$RESULTS/probe-host.txt"
+}
+wait_for 180 perf_traced || { cat "$RESULTS/probe-host.txt" "$PERF_OUT"; fail "probe --spdk-host did not see spdk_nvme_perf's commands"; }
+cat "$RESULTS/probe-host.txt"
+grep -qE "^  process $PERF: trace /dev/shm/spdk_nvme_perf_trace\.pid$PERF: " "$RESULTS/probe-host.txt" ||
+	fail "probe did not name spdk_nvme_perf's process and trace ring"
+# over RDMA, SPDK's initiator has no tracepoints: said, and not ok
+"$NVMETRACE_BIN" probe -t rdma --spdk-host "$PERF" >"$RESULTS/probe-host-rdma.txt" 2>&1 &&
+	fail "probe -t rdma --spdk-host passed without tracepoints"
+grep -q "SPDK's NVMe/RDMA initiator has no tracepoints" "$RESULTS/probe-host-rdma.txt" ||
+	{ cat "$RESULTS/probe-host-rdma.txt"; fail "probe -t rdma --spdk-host did not say why"; }
+kill -INT $PERF; wait $PERF || true
+
+# what is wrong, said: no process of the binary, a process without a trace ring
+"$NVMETRACE_BIN" probe --spdk-host "$SPDK/bin/spdk_nvme_perf" >"$RESULTS/probe-none.txt" 2>&1 &&
+	fail "probe passed with no spdk_nvme_perf running"
+grep -q 'running processes: none: .* (spdk_nvme_perf -y nvme_tcp)' "$RESULTS/probe-none.txt" ||
+	{ cat "$RESULTS/probe-none.txt"; fail "probe did not say how to start spdk_nvme_perf"; }
+"$NVMETRACE_BIN" probe --spdk-target $$ >"$RESULTS/probe-notrace.txt" 2>&1 &&
+	fail "probe passed on a process without a trace ring"
+grep -q "process $$: no trace ring" "$RESULTS/probe-notrace.txt" ||
+	{ cat "$RESULTS/probe-notrace.txt"; fail "probe did not say the process has no trace ring"; }
+
+kill -INT $TGT; wait $TGT || true
+rmmod nvmetrace || fail "rmmod failed"

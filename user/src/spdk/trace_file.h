@@ -1,0 +1,93 @@
+// SPDK's trace file: the shared-memory ring an SPDK application writes when it
+// is started with tracepoint groups enabled (-e), /dev/shm/<app>_trace.<id> or
+// <app>_trace.pid<pid>.  nvmetrace reads it to time SPDK hosts and targets
+// without changing SPDK: every SPDK build has these tracepoints.
+//
+// The layout (include/spdk/trace.h of SPDK v26.05): a header of
+// section offsets; a main section (TSC rate); a mask of enabled tracepoints per
+// group; the tracepoint descriptions (name, arguments) indexed by id; and per
+// core a history: a tracepoint hit counter per id and a ring of 32-byte entries
+// whose write index only grows.  An entry whose arguments do not fit in its
+// 8 bytes continues in the entries after it (tpoint id kMaxTpoints).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace nvmetrace::spdk {
+
+inline constexpr uint16_t kMaxGroups = 20;
+inline constexpr uint16_t kMaxTpoints = kMaxGroups * 64;  // also the continuation mark
+
+// SPDK's tracepoint groups by number (include/spdk_internal/trace_defs.h):
+// the name is what `-e` takes.  "" for a group nvmetrace does not use.
+std::string_view group_name(uint16_t group);
+
+struct TraceArg {
+    std::string name;
+    uint8_t type = 0;  // 0 int, 1 pointer, 2 string
+    uint8_t size = 0;
+};
+
+struct Tpoint {
+    uint16_t id = 0;
+    std::string name;
+    uint8_t owner_type = 0;
+    uint8_t object_type = 0;
+    bool new_object = false;
+    std::vector<TraceArg> args;
+    uint16_t group() const { return id / 64; }
+};
+
+struct Lcore {
+    uint32_t slot = 0;  // index in the lcore offsets section
+    int32_t lcore = 0;
+    std::string thread;
+    uint64_t num_entries = 0;
+    uint64_t next_entry = 0;  // entries written so far (the ring keeps the last num_entries)
+    uint64_t offset = 0;      // of the history in the file
+};
+
+struct TraceEntry {
+    uint64_t tsc = 0;
+    uint16_t tpoint_id = 0;
+    uint16_t owner_id = 0;
+    uint32_t size = 0;
+    uint64_t object_id = 0;
+    std::vector<uint64_t> args;  // integer and pointer arguments; 0 for a string
+};
+
+class TraceFile {
+public:
+    // Checks every offset and count against the bytes; throws Error naming
+    // `what` (the file) and what is wrong.
+    static TraceFile parse(std::span<const uint8_t> bytes, const std::string& what);
+    // Reads the file whole (a snapshot of a live ring).
+    static TraceFile read(const std::string& path);
+
+    uint64_t tsc_rate = 0;
+    uint64_t clear_tsc = 0;
+    std::vector<uint64_t> group_mask;  // bit t of group g: tracepoint g*64+t is enabled
+    std::vector<Tpoint> tpoints;       // the registered ones, by id
+    std::vector<Lcore> lcores;         // the cores and threads that have a history
+
+    const Tpoint* find(std::string_view name) const;
+    bool enabled(uint16_t id) const;
+    // Hits of tracepoint id on every core so far (the histories' counters).
+    uint64_t hits(uint16_t id) const;
+    // The entries of one core still in its ring, oldest first, continuation
+    // entries folded into the entry they continue.  Entries from before
+    // clear_tsc are left out, as SPDK's own reader does.
+    std::vector<TraceEntry> entries(const Lcore& core) const;
+
+private:
+    std::vector<uint8_t> bytes_;
+    std::string what_;
+    std::vector<std::optional<size_t>> by_id_;  // index into tpoints
+};
+
+}  // namespace nvmetrace::spdk
