@@ -18,7 +18,8 @@
 #   make kcsan-kernel build that kernel into the cache (once)
 #   make bench        overhead and speed benchmarks (ratios measured side by side):
 #                     tools/bench (tracing overhead), tools/bench-io (nvmetrace bench vs fio),
-#                     then bench-record and bench-join
+#                     then bench-record and bench-join, and the cost of SPDK's trace ring
+#                     (tools/spdk trace-cost)
 #   make bench-record recorder cost per record on this machine (tools/bench-record:
 #                     callgrind instructions and ns per record; BASE=REV compares with REV)
 #   make fuzz         the recording fuzzer for 10 minutes (FUZZ_SECONDS=N), ASan + UBSan
@@ -83,6 +84,7 @@ demo:
 bench:
 	tools/bench
 	tools/bench-io
+	tools/spdk trace-cost
 	$(MAKE) bench-record
 	$(MAKE) bench-join
 

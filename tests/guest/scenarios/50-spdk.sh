@@ -2,7 +2,8 @@
 # 50-spdk: SPDK's NVMe-oF target (nvmf_tgt, TCP, a malloc bdev, no hugepages) in the guest,
 # with the kernel's nvme-tcp host and with SPDK's own initiator (spdk_nvme_perf) on it.
 # - probe --spdk-target finds the running nvmf_tgt, its trace ring, and the tracepoints it
-#   needs on: ok for TCP with -e nvmf_tcp,bdev, "off" with the group to enable for RDMA;
+#   needs on: ok for TCP with only those on (-e nvmf_tcp:0x2081,bdev:0x3), "off" for RDMA with
+#   the -e GROUP:MASK that turns on what it needs;
 # - probe -r host --spdk-target checks the kernel host's hooks and SPDK's target together;
 # - a host recording of fio on the kernel's nvme-tcp namespace of that target has every fio
 #   I/O as a command whose target side is not recorded (50-spdk.check reports it);
@@ -20,17 +21,19 @@ SPDK=$("$NVMETRACE_SRC/tools/spdk" path) || fail "SPDK is not built: tools/spdk 
 NQN=nqn.2024-01.io.nvmetrace:spdk
 RPC=("$SPDK/scripts/rpc.py" -t 60)
 mkdir -p /var/run /tmp/spdk
-# one reactor on CPU 0; spdk_nvme_perf polls on CPU 1
-"$SPDK/bin/nvmf_tgt" --no-huge -s 512 -m 0x1 -e nvmf_tcp,bdev >"$RESULTS/nvmf_tgt.log" 2>&1 &
+# one reactor on CPU 0; spdk_nvme_perf polls on CPU 1. Only the tracepoints nvmetrace reads
+# are on (by mask: TCP_REQ_NEW, _EXECUTING, _COMPLETED; BDEV_IO_START, _DONE)
+"$SPDK/bin/nvmf_tgt" --no-huge -s 512 -m 0x1 -e nvmf_tcp:0x2081,bdev:0x3 >"$RESULTS/nvmf_tgt.log" 2>&1 &
 TGT=$!
-spdk_up() { kill -0 $TGT && "${RPC[@]}" spdk_get_version >/dev/null; }
-wait_for 180 spdk_up || { cat "$RESULTS/nvmf_tgt.log"; fail "nvmf_tgt did not answer RPCs"; }
-"${RPC[@]}" nvmf_create_transport -t TCP >/dev/null || fail "nvmf_create_transport failed"
-"${RPC[@]}" bdev_malloc_create -b Malloc0 64 512 >/dev/null || fail "bdev_malloc_create failed"
-"${RPC[@]}" nvmf_create_subsystem "$NQN" -a -s NVMETRACE0001 || fail "nvmf_create_subsystem failed"
-"${RPC[@]}" nvmf_subsystem_add_ns "$NQN" Malloc0 || fail "nvmf_subsystem_add_ns failed"
-"${RPC[@]}" nvmf_subsystem_add_listener "$NQN" -t tcp -a "$NVMET_ADDR" -s "$NVMET_PORT" ||
-	fail "nvmf_subsystem_add_listener failed"
+# the RPC socket, then the setup in one rpc.py run (each run starts a Python: seconds under TCG)
+wait_for 180 test -S /var/tmp/spdk.sock || { cat "$RESULTS/nvmf_tgt.log"; fail "nvmf_tgt made no RPC socket"; }
+"${RPC[@]}" >"$RESULTS/rpc.out" 2>&1 <<EOF || { cat "$RESULTS/rpc.out" "$RESULTS/nvmf_tgt.log"; fail "the SPDK target's setup failed"; }
+nvmf_create_transport -t TCP
+bdev_malloc_create -b Malloc0 64 512
+nvmf_create_subsystem $NQN -a -s NVMETRACE0001
+nvmf_subsystem_add_ns $NQN Malloc0
+nvmf_subsystem_add_listener $NQN -t tcp -a $NVMET_ADDR -s $NVMET_PORT
+EOF
 log "SPDK nvmf_tgt (pid $TGT): $NQN on tcp $NVMET_ADDR:$NVMET_PORT, a 64 MiB malloc bdev"
 
 # the target alone: no module needed
@@ -44,7 +47,8 @@ for t in TCP_REQ_NEW TCP_REQ_EXECUTING TCP_REQ_COMPLETED BDEV_IO_START BDEV_IO_D
 done
 grep -qE '^  off +RDMA_REQ_NEW +nvmf_rdma +group nvmf_rdma not enabled' "$RESULTS/probe-target.txt" ||
 	fail "probe did not say RDMA's tracepoints are off"
-grep -q '^  start it with -e nvmf_rdma to record over rdma$' "$RESULTS/probe-target.txt" ||
+grep -q '^  start it with -e nvmf_rdma:0x821 to record over rdma (only the tracepoints nvmetrace reads)$' \
+	"$RESULTS/probe-target.txt" ||
 	fail "probe did not say which group RDMA needs"
 # by pid and by trace file, the same
 "$NVMETRACE_BIN" probe -t tcp --spdk-target "$TGT" >"$RESULTS/probe-pid.txt" 2>&1 ||
@@ -74,7 +78,7 @@ nvme_disconnect_all
 
 # SPDK's initiator: its trace ring while it runs
 PERF_OUT=$RESULTS/perf.txt
-"$SPDK/bin/spdk_nvme_perf" --no-huge -s 256 -c 0x2 -q 1 -o 4096 -w randread -t 20 -y nvme_tcp \
+"$SPDK/bin/spdk_nvme_perf" --no-huge -s 256 -c 0x2 -q 1 -o 4096 -w randread -t 20 -y nvme_tcp:0x3 \
 	-r "trtype:TCP adrfam:IPv4 traddr:$NVMET_ADDR trsvcid:$NVMET_PORT subnqn:$NQN" >"$PERF_OUT" 2>&1 &
 PERF=$!
 perf_traced() {

@@ -7,7 +7,7 @@
 #include <charconv>
 #include <filesystem>
 #include <fstream>
-#include <set>
+#include <map>
 
 #include <fmt/core.h>
 
@@ -162,7 +162,9 @@ bool probe_role(bool target, const std::string& arg, const std::vector<std::stri
                 continue;
             }
             bool all = true;
-            std::set<std::string_view> off;
+            // the groups with a needed tracepoint off, and the mask of what is needed in
+            // each: -e GROUP:MASK turns on only those (the whole groups cost more)
+            std::map<std::string_view, uint64_t> off;
             for (const Need& n : want) {
                 const Tpoint* t = tf.find(n.tpoint);
                 std::string_view state = "ok";
@@ -175,7 +177,7 @@ bool probe_role(bool target, const std::string& arg, const std::vector<std::stri
                 } else if (!tf.enabled(t->id)) {
                     state = "off";
                     note = fmt::format("group {} not enabled", n.group);
-                    off.insert(n.group);
+                    off[n.group] = 0;
                     all = false;
                 } else {
                     note = fmt::format("{}, {} hits", n.what, tf.hits(t->id));
@@ -183,10 +185,16 @@ bool probe_role(bool target, const std::string& arg, const std::vector<std::stri
                 fmt::print("  {:<6} {:<22} {:<10} {}\n", state, n.tpoint, n.group, note);
             }
             if (!off.empty()) {
+                for (const Need& n : want)
+                    if (const Tpoint* t = tf.find(n.tpoint); t && off.count(n.group))
+                        off[n.group] |= uint64_t{1} << (t->id % 64);
                 std::string groups;
-                for (std::string_view g : off)
-                    groups += (groups.empty() ? "" : ",") + std::string(g);
-                fmt::print("  start it with {} {} to record over {}\n", flag, groups, tr);
+                for (const auto& [g, mask] : off)
+                    groups += fmt::format("{}{}:{:#x}", groups.empty() ? "" : ",", g, mask);
+                fmt::print(
+                    "  start it with {} {} to record over {} (only the tracepoints "
+                    "nvmetrace reads)\n",
+                    flag, groups, tr);
             }
             any = any || all;
         }
