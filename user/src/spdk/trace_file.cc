@@ -225,45 +225,64 @@ std::vector<TraceEntry> TraceFile::entries(const Lcore& core) const {
     const uint64_t base = core.offset + kHistoryHead + uint64_t{kMaxTpoints} * 8;
     const uint64_t n = core.num_entries;
     const uint64_t first = core.next_entry > n ? core.next_entry - n : 0;
-    auto at = [&](uint64_t i) { return base + (i & (n - 1)) * kEntrySize; };
+    std::vector<uint8_t> raw((core.next_entry - first) * kEntrySize);
+    for (uint64_t i = first; i < core.next_entry; i++) {
+        const uint64_t at = base + (i & (n - 1)) * kEntrySize;
+        b.need(at, kEntrySize, "an entry");
+        std::memcpy(raw.data() + (i - first) * kEntrySize, bytes_.data() + at, kEntrySize);
+    }
+    return decode(raw, false, nullptr);
+}
+
+std::vector<TraceEntry> TraceFile::decode(std::span<const uint8_t> raw, bool more_may_come,
+                                          size_t* consumed) const {
+    const size_t count = raw.size() / kEntrySize;
+    auto get16 = [&](size_t i, size_t off) {
+        uint16_t v;
+        std::memcpy(&v, raw.data() + i * kEntrySize + off, 2);
+        return v;
+    };
     std::vector<TraceEntry> out;
-    uint64_t i = first;
-    // the oldest entries may be the tail of one whose head was overwritten
-    while (i < core.next_entry && b.get<uint16_t>(at(i) + 8, "a tracepoint id") == kMaxTpoints)
+    size_t i = 0, done = 0;
+    // the oldest entries may be the tail of one whose head was overwritten or read before
+    while (i < count && get16(i, 8) == kMaxTpoints)
         i++;
-    while (i < core.next_entry) {
-        const uint64_t e = at(i);
+    done = i;
+    while (i < count) {
+        const uint8_t* e = raw.data() + i * kEntrySize;
         TraceEntry t;
-        t.tsc = b.get<uint64_t>(e, "an entry's TSC");
-        t.tpoint_id = b.get<uint16_t>(e + 8, "an entry's tracepoint");
-        t.owner_id = b.get<uint16_t>(e + 10, "an entry's owner");
-        t.size = b.get<uint32_t>(e + 12, "an entry's size");
-        t.object_id = b.get<uint64_t>(e + 16, "an entry's object");
+        std::memcpy(&t.tsc, e, 8);
+        std::memcpy(&t.tpoint_id, e + 8, 2);
+        std::memcpy(&t.owner_id, e + 10, 2);
+        std::memcpy(&t.size, e + 12, 4);
+        std::memcpy(&t.object_id, e + 16, 8);
         i++;
         const Tpoint* tp = t.tpoint_id < by_id_.size() && by_id_[t.tpoint_id]
                                ? &tpoints[*by_id_[t.tpoint_id]]
                                : nullptr;
         // the arguments: packed, continuing into the entries after this one
-        uint64_t cur = e;
-        size_t off = kEntryArgs, limit = kEntrySize;
-        bool torn = false;
-        for (size_t a = 0; tp && a < tp->args.size() && !torn; a++) {
+        const uint8_t* cur = e;
+        size_t off = kEntryArgs;
+        bool torn = false, unfinished = false;
+        for (size_t a = 0; tp && a < tp->args.size() && !torn && !unfinished; a++) {
             const TraceArg& arg = tp->args[a];
             uint8_t val[256] = {};
             size_t got = 0;
             while (got < arg.size) {
-                if (off == limit) {
-                    if (i >= core.next_entry ||
-                        b.get<uint16_t>(at(i) + 8, "a continuation") != kMaxTpoints) {
-                        torn = true;  // the ring wrapped under it, or SPDK is writing it now
+                if (off == kEntrySize) {
+                    if (i >= count) {
+                        unfinished = true;  // its continuation is not written yet
                         break;
                     }
-                    cur = at(i++);
+                    if (get16(i, 8) != kMaxTpoints) {
+                        torn = true;  // the ring wrapped under it
+                        break;
+                    }
+                    cur = raw.data() + i++ * kEntrySize;
                     off = kBufferData;
                 }
-                const size_t len = std::min(limit - off, size_t{arg.size} - got);
-                b.need(cur + off, len, "an argument");
-                std::memcpy(val + got, bytes_.data() + cur + off, len);
+                const size_t len = std::min(kEntrySize - off, size_t{arg.size} - got);
+                std::memcpy(val + got, cur + off, len);
                 off += len;
                 got += len;
             }
@@ -272,10 +291,15 @@ std::vector<TraceEntry> TraceFile::entries(const Lcore& core) const {
                 std::memcpy(&v, val, arg.size == 4 ? 4 : 8);
             t.args.push_back(v);
         }
-        if (torn || t.tsc < clear_tsc || t.tpoint_id == kMaxTpoints)
+        if (unfinished && more_may_come)
+            break;  // read it whole next time
+        done = i;
+        if (torn || unfinished || t.tsc < clear_tsc || t.tpoint_id == kMaxTpoints)
             continue;
         out.push_back(std::move(t));
     }
+    if (consumed)
+        *consumed = done;
     return out;
 }
 

@@ -83,6 +83,12 @@ public:
     // entries folded into the entry they continue.  Entries from before
     // clear_tsc are left out, as SPDK's own reader does.
     std::vector<TraceEntry> entries(const Lcore& core) const;
+    // Decodes raw ring entries (32 bytes each, in write order).  With
+    // more_may_come, an entry whose continuation is not there yet ends the
+    // decoding and is not consumed; otherwise it is dropped.  *consumed (if
+    // not null) gets the raw entries used.
+    std::vector<TraceEntry> decode(std::span<const uint8_t> raw, bool more_may_come,
+                                   size_t* consumed) const;
 
 private:
     std::vector<uint8_t> bytes_;

@@ -11,6 +11,11 @@
 
 namespace nvmetrace::spdk::test {
 
+// Two of SPDK's tracepoints, as v26.05 registers them: the ids and arguments the
+// tests write entries of.
+inline constexpr uint16_t kTcpNew = 5 * 64 + 0;      // nvmf_tcp's first tracepoint
+inline constexpr uint16_t kTcpSubmit = 13 * 64 + 0;  // nvme_tcp's
+
 class SynthTrace {
 public:
     static constexpr size_t kHeaderSize = 72;
@@ -78,6 +83,19 @@ public:
         }
         args_[id] = args;
     }
+    // TCP_REQ_NEW (one argument) and NVME_TCP_SUBMIT: 8 + 6 * 4 argument bytes, the
+    // entry's own 8, then 22 in the next entry and 2 in a third
+    void tcp_tpoints() {
+        tpoint(kTcpNew, "TCP_REQ_NEW", {{"qd", 0, 4}});
+        tpoint(kTcpSubmit, "NVME_TCP_SUBMIT",
+               {{"ctx", 1, 8},
+                {"cid", 0, 4},
+                {"opc", 0, 4},
+                {"dw10", 1, 4},
+                {"dw11", 1, 4},
+                {"dw12", 1, 4},
+                {"qd", 0, 4}});
+    }
     void enable(uint16_t id) {
         const size_t at = offsets_[2] + kSectionHead + 8 * (id / 64);
         put<uint64_t>(at, get<uint64_t>(at) | (uint64_t{1} << (id % 64)));
@@ -123,6 +141,9 @@ public:
     }
     void rewind(uint16_t core, uint64_t n) {
         put<uint64_t>(hist_[core] + 40, get<uint64_t>(hist_[core] + 40) - n);
+    }
+    void publish(uint16_t core, uint64_t n) {
+        put<uint64_t>(hist_[core] + 40, get<uint64_t>(hist_[core] + 40) + n);
     }
     void clear_tsc(uint64_t tsc) { put<uint64_t>(offsets_[0] + 8, tsc); }
     void tsc_rate(uint64_t r) { put<uint64_t>(offsets_[0], r); }

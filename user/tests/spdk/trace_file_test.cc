@@ -15,21 +15,12 @@ using test::SynthTrace;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
-constexpr uint16_t kTcpNew = 5 * 64 + 0;      // nvmf_tcp's first tracepoint
-constexpr uint16_t kTcpSubmit = 13 * 64 + 0;  // nvme_tcp's
+using test::kTcpNew;
+using test::kTcpSubmit;
 
 SynthTrace two_tpoints() {
     SynthTrace s(/*cores=*/2, /*entries=*/8);
-    s.tpoint(kTcpNew, "TCP_REQ_NEW", {{"qd", 0, 4}});
-    // 8 + 4 + 4 + 4 + 4 + 4 + 4 bytes: the entry's own 8, then 22 in the next, 2 in a third
-    s.tpoint(kTcpSubmit, "NVME_TCP_SUBMIT",
-             {{"ctx", 1, 8},
-              {"cid", 0, 4},
-              {"opc", 0, 4},
-              {"dw10", 1, 4},
-              {"dw11", 1, 4},
-              {"dw12", 1, 4},
-              {"qd", 0, 4}});
+    s.tcp_tpoints();
     s.enable(kTcpNew);
     return s;
 }

@@ -1,0 +1,97 @@
+#include "spdk/ring_follower.h"
+
+#include "util/error.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include <fmt/core.h>
+
+namespace nvmetrace::spdk {
+
+namespace {
+constexpr size_t kHistoryHead = 48;
+constexpr size_t kWriteIndex = 40;
+constexpr size_t kEntrySize = 32;
+}  // namespace
+
+RingFollower::RingFollower(const std::string& path) : path_(path) {
+    const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        throw errno_error(fmt::format("cannot open the SPDK trace file {}", path), errno);
+    struct stat st {};
+    if (fstat(fd, &st) < 0 || st.st_size <= 0) {
+        const int err = errno ? errno : EINVAL;
+        close(fd);
+        throw errno_error(fmt::format("{}: empty or unreadable", path), err);
+    }
+    size_ = static_cast<size_t>(st.st_size);
+    void* m = mmap(nullptr, size_, PROT_READ, MAP_SHARED, fd, 0);
+    const int err = errno;
+    close(fd);
+    if (m == MAP_FAILED)
+        throw errno_error(fmt::format("cannot map the SPDK trace file {}", path), err);
+    map_ = static_cast<const uint8_t*>(m);
+    try {
+        layout_ = TraceFile::parse({map_, size_}, path);
+    } catch (...) {
+        munmap(const_cast<uint8_t*>(map_), size_);
+        throw;
+    }
+    for (uint32_t c = 0; c < layout_.lcores.size(); c++)
+        next_.push_back(write_index(c));
+}
+
+RingFollower::~RingFollower() {
+    if (map_)
+        munmap(const_cast<uint8_t*>(map_), size_);
+}
+
+uint64_t RingFollower::write_index(uint32_t core) const {
+    // SPDK publishes an entry by advancing this index after a write barrier
+    const auto* p =
+        reinterpret_cast<const uint64_t*>(map_ + layout_.lcores[core].offset + kWriteIndex);
+    return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+}
+
+std::vector<RingFollower::Entry> RingFollower::poll() {
+    std::vector<Entry> out;
+    for (uint32_t c = 0; c < layout_.lcores.size(); c++) {
+        const Lcore& core = layout_.lcores[c];
+        const uint64_t n = core.num_entries;
+        const uint64_t base = core.offset + kHistoryHead + uint64_t{kMaxTpoints} * 8;
+        uint64_t from = next_[c];
+        const uint64_t to = write_index(c);
+        if (to < from) {  // SPDK restarted the ring (a new app on the same file)
+            from = to > n ? to - n : 0;
+        } else if (to - from > n) {
+            lost_ += to - n - from;
+            from = to - n;
+        }
+        raw_.resize((to - from) * kEntrySize);
+        for (uint64_t i = from; i < to; i++)
+            std::memcpy(raw_.data() + (i - from) * kEntrySize,
+                        map_ + base + (i & (n - 1)) * kEntrySize, kEntrySize);
+        // entries SPDK wrote over while they were copied are not what was copied
+        const uint64_t after = write_index(c);
+        uint64_t skip = 0;
+        if (after > n && after - n > from) {
+            skip = std::min(after - n - from, to - from);
+            lost_ += skip;
+        }
+        size_t consumed = 0;
+        const std::span<const uint8_t> fresh(raw_.data() + skip * kEntrySize,
+                                             raw_.size() - skip * kEntrySize);
+        for (TraceEntry& e : layout_.decode(fresh, true, &consumed))
+            out.push_back({c, std::move(e)});
+        next_[c] = from + skip + consumed;
+    }
+    return out;
+}
+
+}  // namespace nvmetrace::spdk
