@@ -22,8 +22,9 @@
 #                     (tools/spdk trace-cost)
 #   make bench-record recorder cost per record on this machine (tools/bench-record:
 #                     callgrind instructions and ns per record; BASE=REV compares with REV)
-#   make fuzz         the recording fuzzer for 10 minutes (FUZZ_SECONDS=N), ASan + UBSan
-#                     (tests/fuzz-check; make check runs 3000 mutants from a fixed seed)
+#   make fuzz         the recording fuzzer, then the SPDK trace file fuzzer, 10 minutes each
+#                     (FUZZ_SECONDS=N), ASan + UBSan (tests/fuzz-check; make check runs
+#                     3000 mutants of each from a fixed seed)
 #   make bench-join   join speed: report of 10 M synthetic host + target commands, one
 #                     core (commands/s, records/s, peak memory)
 #   make install      install the tool, its man pages ($(PREFIX)/share/man/man1) and the
