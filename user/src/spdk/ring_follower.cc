@@ -14,12 +14,6 @@
 
 namespace nvmetrace::spdk {
 
-namespace {
-constexpr size_t kHistoryHead = 48;
-constexpr size_t kWriteIndex = 40;
-constexpr size_t kEntrySize = 32;
-}  // namespace
-
 RingFollower::RingFollower(const std::string& path) : path_(path) {
     const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0)
@@ -54,8 +48,7 @@ RingFollower::~RingFollower() {
 
 uint64_t RingFollower::write_index(uint32_t core) const {
     // SPDK publishes an entry by advancing this index after a write barrier
-    const auto* p =
-        reinterpret_cast<const uint64_t*>(map_ + layout_.lcores[core].offset + kWriteIndex);
+    const auto* p = reinterpret_cast<const uint64_t*>(map_ + layout_.lcores[core].write_index_at());
     return __atomic_load_n(p, __ATOMIC_ACQUIRE);
 }
 
@@ -64,7 +57,6 @@ std::vector<RingFollower::Entry> RingFollower::poll() {
     for (uint32_t c = 0; c < layout_.lcores.size(); c++) {
         const Lcore& core = layout_.lcores[c];
         const uint64_t n = core.num_entries;
-        const uint64_t base = core.offset + kHistoryHead + uint64_t{kMaxTpoints} * 8;
         uint64_t from = next_[c];
         const uint64_t to = write_index(c);
         if (to < from) {  // SPDK restarted the ring (a new app on the same file)
@@ -73,10 +65,10 @@ std::vector<RingFollower::Entry> RingFollower::poll() {
             lost_ += to - n - from;
             from = to - n;
         }
-        raw_.resize((to - from) * kEntrySize);
+        raw_.resize((to - from) * kEntryBytes);
         for (uint64_t i = from; i < to; i++)
-            std::memcpy(raw_.data() + (i - from) * kEntrySize,
-                        map_ + base + (i & (n - 1)) * kEntrySize, kEntrySize);
+            std::memcpy(raw_.data() + (i - from) * kEntryBytes, map_ + core.entry_at(i),
+                        kEntryBytes);
         // entries SPDK wrote over while they were copied are not what was copied
         const uint64_t after = write_index(c);
         uint64_t skip = 0;
@@ -85,8 +77,8 @@ std::vector<RingFollower::Entry> RingFollower::poll() {
             lost_ += skip;
         }
         size_t consumed = 0;
-        const std::span<const uint8_t> fresh(raw_.data() + skip * kEntrySize,
-                                             raw_.size() - skip * kEntrySize);
+        const std::span<const uint8_t> fresh(raw_.data() + skip * kEntryBytes,
+                                             raw_.size() - skip * kEntryBytes);
         for (TraceEntry& e : layout_.decode(fresh, true, &consumed))
             out.push_back({c, std::move(e)});
         next_[c] = from + skip + consumed;

@@ -27,9 +27,8 @@ constexpr size_t kTpointArgs = 30;
 constexpr size_t kArgSize = 16;  // name[14], type, size
 constexpr size_t kMaxArgs = 8;
 constexpr size_t kHistoryHead = 48;  // lcore, tname[16], num_entries, num_tpoint_ids, next
-constexpr size_t kEntrySize = 32;
-constexpr size_t kEntryArgs = 24;                 // an entry's own argument bytes start here
-constexpr size_t kBufferData = 10;                // a continuation entry's bytes start here
+constexpr size_t kEntryArgs = 24;    // an entry's own argument bytes start here
+constexpr size_t kBufferData = 10;   // a continuation entry's bytes start here
 constexpr uint32_t kMaxLcoreSlots = 1024 + 4096;  // SPDK's lcores and user threads, with room
 
 class Bytes {
@@ -63,27 +62,6 @@ private:
 };
 
 }  // namespace
-
-std::string_view group_name(uint16_t group) {
-    switch (group) {
-        case 0x3:
-            return "bdev";
-        case 0x4:
-            return "nvmf_rdma";
-        case 0x5:
-            return "nvmf_tcp";
-        case 0xB:
-            return "nvme_pcie";
-        case 0xD:
-            return "nvme_tcp";
-        case 0xE:
-            return "bdev_nvme";
-        case 0xF:
-            return "sock";
-        default:
-            return "";
-    }
-}
 
 TraceFile TraceFile::parse(std::span<const uint8_t> bytes, const std::string& what) {
     TraceFile f;
@@ -181,7 +159,7 @@ TraceFile TraceFile::parse(std::span<const uint8_t> bytes, const std::string& wh
             c.num_entries > (uint64_t{1} << 32))
             throw Error(fmt::format("{}: core {}'s ring has {} entries, not a power of two", what,
                                     c.lcore, c.num_entries));
-        b.need(off + kHistoryHead, nids * 8 + c.num_entries * kEntrySize, "a core's ring");
+        b.need(off + kHistoryHead, nids * 8 + c.num_entries * kEntryBytes, "a core's ring");
         f.lcores.push_back(std::move(c));
     }
     f.bytes_.assign(bytes.begin(), bytes.end());
@@ -216,30 +194,29 @@ uint64_t TraceFile::hits(uint16_t id) const {
     Bytes b(bytes_, what_);
     uint64_t n = 0;
     for (const auto& c : lcores)
-        n += b.get<uint64_t>(c.offset + kHistoryHead + 8 * uint64_t{id}, "a hit counter");
+        n += b.get<uint64_t>(c.counter_at(id), "a hit counter");
     return n;
 }
 
 std::vector<TraceEntry> TraceFile::entries(const Lcore& core) const {
     Bytes b(bytes_, what_);
-    const uint64_t base = core.offset + kHistoryHead + uint64_t{kMaxTpoints} * 8;
     const uint64_t n = core.num_entries;
     const uint64_t first = core.next_entry > n ? core.next_entry - n : 0;
-    std::vector<uint8_t> raw((core.next_entry - first) * kEntrySize);
+    std::vector<uint8_t> raw((core.next_entry - first) * kEntryBytes);
     for (uint64_t i = first; i < core.next_entry; i++) {
-        const uint64_t at = base + (i & (n - 1)) * kEntrySize;
-        b.need(at, kEntrySize, "an entry");
-        std::memcpy(raw.data() + (i - first) * kEntrySize, bytes_.data() + at, kEntrySize);
+        const uint64_t at = core.entry_at(i);
+        b.need(at, kEntryBytes, "an entry");
+        std::memcpy(raw.data() + (i - first) * kEntryBytes, bytes_.data() + at, kEntryBytes);
     }
     return decode(raw, false, nullptr);
 }
 
 std::vector<TraceEntry> TraceFile::decode(std::span<const uint8_t> raw, bool more_may_come,
                                           size_t* consumed) const {
-    const size_t count = raw.size() / kEntrySize;
+    const size_t count = raw.size() / kEntryBytes;
     auto get16 = [&](size_t i, size_t off) {
         uint16_t v;
-        std::memcpy(&v, raw.data() + i * kEntrySize + off, 2);
+        std::memcpy(&v, raw.data() + i * kEntryBytes + off, 2);
         return v;
     };
     std::vector<TraceEntry> out;
@@ -249,7 +226,7 @@ std::vector<TraceEntry> TraceFile::decode(std::span<const uint8_t> raw, bool mor
         i++;
     done = i;
     while (i < count) {
-        const uint8_t* e = raw.data() + i * kEntrySize;
+        const uint8_t* e = raw.data() + i * kEntryBytes;
         TraceEntry t;
         std::memcpy(&t.tsc, e, 8);
         std::memcpy(&t.tpoint_id, e + 8, 2);
@@ -269,7 +246,7 @@ std::vector<TraceEntry> TraceFile::decode(std::span<const uint8_t> raw, bool mor
             uint8_t val[256] = {};
             size_t got = 0;
             while (got < arg.size) {
-                if (off == kEntrySize) {
+                if (off == kEntryBytes) {
                     if (i >= count) {
                         unfinished = true;  // its continuation is not written yet
                         break;
@@ -278,10 +255,10 @@ std::vector<TraceEntry> TraceFile::decode(std::span<const uint8_t> raw, bool mor
                         torn = true;  // the ring wrapped under it
                         break;
                     }
-                    cur = raw.data() + i++ * kEntrySize;
+                    cur = raw.data() + i++ * kEntryBytes;
                     off = kBufferData;
                 }
-                const size_t len = std::min(kEntrySize - off, size_t{arg.size} - got);
+                const size_t len = std::min(kEntryBytes - off, size_t{arg.size} - got);
                 std::memcpy(val + got, cur + off, len);
                 off += len;
                 got += len;

@@ -11,6 +11,7 @@
 // 8 bytes continues in the entries after it (tpoint id kMaxTpoints).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -22,10 +23,7 @@ namespace nvmetrace::spdk {
 
 inline constexpr uint16_t kMaxGroups = 20;
 inline constexpr uint16_t kMaxTpoints = kMaxGroups * 64;  // also the continuation mark
-
-// SPDK's tracepoint groups by number (include/spdk_internal/trace_defs.h):
-// the name is what `-e` takes.  "" for a group nvmetrace does not use.
-std::string_view group_name(uint16_t group);
+inline constexpr size_t kEntryBytes = 32;                 // one ring entry
 
 struct TraceArg {
     std::string name;
@@ -50,6 +48,15 @@ struct Lcore {
     uint64_t num_entries = 0;
     uint64_t next_entry = 0;  // entries written so far (the ring keeps the last num_entries)
     uint64_t offset = 0;      // of the history in the file
+
+    // Where things are in the file: the write index, tracepoint id's hit
+    // counter, and ring entry i (the write index counts every entry ever
+    // written; the ring keeps the last num_entries).
+    uint64_t write_index_at() const { return offset + 40; }
+    uint64_t counter_at(uint16_t id) const { return offset + 48 + 8 * uint64_t{id}; }
+    uint64_t entry_at(uint64_t i) const {
+        return counter_at(kMaxTpoints) + (i & (num_entries - 1)) * kEntryBytes;
+    }
 };
 
 struct TraceEntry {

@@ -36,7 +36,6 @@ TEST(SpdkTraceFile, ReadsTheTracepointsMasksAndCores) {
     ASSERT_NE(t, nullptr);
     EXPECT_EQ(t->id, kTcpSubmit);
     EXPECT_EQ(t->group(), 13);
-    EXPECT_EQ(group_name(t->group()), "nvme_tcp");
     ASSERT_EQ(t->args.size(), 7u);
     EXPECT_EQ(t->args[1].name, "cid");
     EXPECT_TRUE(f.enabled(kTcpNew));
