@@ -3,7 +3,9 @@
 
 bench_check.py FILE.csv [--cells N] [--ok N] [--skipped N] [--failed N]
                [--engine block|passthru] [--buf B] [--fixed 0|1] [--fallbacks-zero]
-               [--recordings]
+               [--recordings] [--control]
+--control: every cell is two rows, the kernel's engine and then spdk_nvme_perf (the control arm)
+on the same cell, its busy cores at least one per worker's half (SPDK's workers poll).
 Exit 0 when every check holds, 1 with the reasons otherwise.
 """
 import argparse
@@ -35,6 +37,7 @@ def main():
     ap.add_argument("--fixed")
     ap.add_argument("--fallbacks-zero", action="store_true")
     ap.add_argument("--recordings", action="store_true")
+    ap.add_argument("--control", action="store_true")
     a = ap.parse_args()
     errs = []
 
@@ -68,8 +71,25 @@ def main():
     for name, want in (("ok", a.ok), ("skipped", a.skipped), ("failed", a.failed)):
         if want is not None and status.count(name) != want:
             errs.append(f"{status.count(name)} {name} cells, expected {want}")
+    if a.control:
+        ctl = meta.get("control", {})
+        if ctl.get("initiator") != "spdk_nvme_perf" or not ctl.get("trid"):
+            errs.append(f"meta control: {ctl}")
+        if len(rows) % 2:
+            errs.append(f"{len(rows)} rows: not two per cell")
+        cell_keys = ("cell", "profile", "rep", "pattern", "size", "qd", "threads")
+        for k, c in zip(rows[0::2], rows[1::2]):
+            if c["engine"] != "spdk_nvme_perf" or k["engine"] == "spdk_nvme_perf":
+                errs.append(f"cell {k['cell']}: engines {k['engine']}, {c['engine']}")
+            if any(k[x] != c[x] for x in cell_keys):
+                errs.append(f"cell {k['cell']}: the arms ran different cells: {k} / {c}")
+            if c["device"] != ctl.get("trid"):
+                errs.append(f"cell {c['cell']}: spdk row device {c['device']} != {ctl.get('trid')}")
     for r in rows:
         tag = f"cell {r['cell']} ({r['pattern']} {r['size']} qd{r['qd']} x{r['threads']})"
+        spdk = r["engine"] == "spdk_nvme_perf"
+        if spdk:
+            tag += " spdk_nvme_perf"
         if r["status"] not in ("ok", "failed", "skipped"):
             errs.append(f"{tag}: status {r['status']}")
         if r["status"] == "skipped":
@@ -82,11 +102,26 @@ def main():
             if not r["note"]:
                 errs.append(f"{tag}: failed without a reason")
             continue
-        ios, iops, lat = int(r["ios"]), float(r["iops"]), float(r["lat_p50_us"])
+        ios, iops = int(r["ios"]), float(r["iops"])
         if not (ios > 0 and iops > 0 and float(r["mib_s"]) > 0):
             errs.append(f"{tag}: ios {ios} iops {iops} mib_s {r['mib_s']}")
         if int(r["failed"]) != 0 or r["first_error"]:
             errs.append(f"{tag}: failed {r['failed']} ({r['first_error']})")
+        if spdk:
+            # no percentiles, fixed buffers or fallbacks in its summary: empty, never 0
+            for k in ("lat_p50_us", "lat_p99_us", "lat_p999_us", "fixed", "fallbacks"):
+                if r[k] != "":
+                    errs.append(f"{tag}: {k} is {r[k]!r}, not empty")
+            if r["buf"] != "spdk" or not float(r["lat_mean_us"]) > 0:
+                errs.append(f"{tag}: buf {r['buf']} mean latency {r['lat_mean_us']}")
+            want = 0.5 * int(r["threads"])
+            if not want <= float(r["busy_cores"]) <= meta["cpus_online"] + 0.5:
+                errs.append(f"{tag}: busy_cores {r['busy_cores']}, its pollers need >= {want}")
+            mbs = float(r["mib_s"])
+            if abs(mbs - iops * int(r["size"]) / 2**20) > 0.01 * mbs + 0.02:
+                errs.append(f"{tag}: mib_s {r['mib_s']} != iops x size")
+            continue
+        lat = float(r["lat_p50_us"])
         if not (0 < lat <= float(r["lat_p99_us"]) <= float(r["lat_p999_us"])):
             errs.append(f"{tag}: latency p50 {lat} p99 {r['lat_p99_us']} p99.9 {r['lat_p999_us']}")
         if not float(r["lat_mean_us"]) > 0:

@@ -313,3 +313,29 @@ fio_stop() { # fio exits 1 after a signal even when all went well: only its JSON
 	kill -TERM "$FIO_PID" 2>/dev/null || true
 	wait "$FIO_PID" || true
 }
+
+# spdk_target_start NQN [TRACE-GROUPS]: SPDK's NVMe-oF target (nvmf_tgt, built into the cache by
+# tools/spdk) on CPU 0 without hugepages, a 64 MiB malloc bdev with 512-byte blocks as NQN's
+# namespace, listening on tcp $NVMET_ADDR:$NVMET_PORT.  TRACE-GROUPS is its -e (default: only
+# the tracepoints nvmetrace reads).  Sets SPDK (the build), SPDK_TGT (its pid) and SPDK_RPC.
+spdk_target_start() {
+	local nqn=$1 groups=${2:-nvmf_tcp:0x2081,bdev:0x3}
+	SPDK=$("$NVMETRACE_SRC/tools/spdk" path) ||
+		fail "SPDK is not built: tools/spdk build (the test command's spdk stage builds it)"
+	SPDK_RPC=("$SPDK/scripts/rpc.py" -t 60)
+	mkdir -p /var/run /tmp/spdk
+	"$SPDK/bin/nvmf_tgt" --no-huge -s 512 -m 0x1 -e "$groups" >"$RESULTS/nvmf_tgt.log" 2>&1 &
+	SPDK_TGT=$!
+	# the RPC socket, then the setup in one rpc.py run (each run starts a Python: seconds
+	# under TCG)
+	wait_for 180 test -S /var/tmp/spdk.sock ||
+		{ cat "$RESULTS/nvmf_tgt.log"; fail "nvmf_tgt made no RPC socket"; }
+	"${SPDK_RPC[@]}" >"$RESULTS/rpc.out" 2>&1 <<RPC || { cat "$RESULTS/rpc.out" "$RESULTS/nvmf_tgt.log"; fail "the SPDK target's setup failed"; }
+nvmf_create_transport -t TCP
+bdev_malloc_create -b Malloc0 64 512
+nvmf_create_subsystem $nqn -a -s NVMETRACE0001
+nvmf_subsystem_add_ns $nqn Malloc0
+nvmf_subsystem_add_listener $nqn -t tcp -a $NVMET_ADDR -s $NVMET_PORT
+RPC
+	log "SPDK nvmf_tgt (pid $SPDK_TGT): $nqn on tcp $NVMET_ADDR:$NVMET_PORT, a 64 MiB malloc bdev"
+}

@@ -17,24 +17,11 @@
 need_ko
 need_bin
 
-SPDK=$("$NVMETRACE_SRC/tools/spdk" path) || fail "SPDK is not built: tools/spdk build (the test command's spdk stage builds it)"
 NQN=nqn.2024-01.io.nvmetrace:spdk
-RPC=("$SPDK/scripts/rpc.py" -t 60)
-mkdir -p /var/run /tmp/spdk
 # one reactor on CPU 0; spdk_nvme_perf polls on CPU 1. Only the tracepoints nvmetrace reads
 # are on (by mask: TCP_REQ_NEW, _EXECUTING, _COMPLETED; BDEV_IO_START, _DONE)
-"$SPDK/bin/nvmf_tgt" --no-huge -s 512 -m 0x1 -e nvmf_tcp:0x2081,bdev:0x3 >"$RESULTS/nvmf_tgt.log" 2>&1 &
-TGT=$!
-# the RPC socket, then the setup in one rpc.py run (each run starts a Python: seconds under TCG)
-wait_for 180 test -S /var/tmp/spdk.sock || { cat "$RESULTS/nvmf_tgt.log"; fail "nvmf_tgt made no RPC socket"; }
-"${RPC[@]}" >"$RESULTS/rpc.out" 2>&1 <<EOF || { cat "$RESULTS/rpc.out" "$RESULTS/nvmf_tgt.log"; fail "the SPDK target's setup failed"; }
-nvmf_create_transport -t TCP
-bdev_malloc_create -b Malloc0 64 512
-nvmf_create_subsystem $NQN -a -s NVMETRACE0001
-nvmf_subsystem_add_ns $NQN Malloc0
-nvmf_subsystem_add_listener $NQN -t tcp -a $NVMET_ADDR -s $NVMET_PORT
-EOF
-log "SPDK nvmf_tgt (pid $TGT): $NQN on tcp $NVMET_ADDR:$NVMET_PORT, a 64 MiB malloc bdev"
+spdk_target_start "$NQN"
+TGT=$SPDK_TGT
 
 # the target alone: no module needed
 "$NVMETRACE_BIN" probe --spdk-target "$SPDK/bin/nvmf_tgt" >"$RESULTS/probe-target.txt" 2>&1 ||

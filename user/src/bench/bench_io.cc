@@ -185,16 +185,20 @@ void read_identity(Device& d, const fs::path& disk_dir) {
     d.firmware = read_line(dev / "firmware_rev");
     d.subsysnqn = read_line(dev / "subsysnqn");
     d.transport = read_line(dev / "transport");
+    d.address = read_line(dev / "address");
     if (d.transport.empty()) {  // a multipath head: its parent is the subsystem
         std::error_code ec;
         for (const auto& e : fs::directory_iterator(dev, ec)) {
             const std::string n = e.path().filename().string();
             if (n.starts_with("nvme") && fs::exists(e.path() / "transport")) {
                 d.transport = read_line(e.path() / "transport");
+                d.address = read_line(e.path() / "address");
                 break;
             }
         }
     }
+    if (d.nsid == 0)
+        d.nsid = static_cast<uint32_t>(read_u64(disk_dir / "nsid"));
 }
 
 void read_queue(Device& d, const fs::path& queue) {

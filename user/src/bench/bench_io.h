@@ -54,8 +54,9 @@ struct Device {
     uint32_t lba_size = 512;
     uint32_t max_hw_sectors_kb = 0;
     uint32_t max_sectors_kb = 0;
-    uint32_t nsid = 0;  // passthru: NVME_IOCTL_ID
+    uint32_t nsid = 0;  // passthru: NVME_IOCTL_ID; block: sysfs nsid
     std::string model, serial, subsysnqn, transport, firmware;
+    std::string address;  // the controller's sysfs address: "traddr=...,trsvcid=..."
     // Queue attributes a CONFIG_BLK_IOBUF_POOL kernel adds (names containing
     // "premap" or "iobuf"), name -> value; empty on stock kernels.
     std::map<std::string, std::string> premap_attrs;

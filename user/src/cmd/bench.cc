@@ -1,14 +1,17 @@
 #include "cmd/bench.h"
 
 #include "analysis/stats.h"
+#include "bench/spdk_perf.h"
 #include "cmd/record.h"
 #include "git_commit.h"
 #include "kernel/genl.h"
+#include "util/child_process.h"
 #include "util/error.h"
 #include "util/json_num.h"
 #include "version.h"
 
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <sys/utsname.h>
@@ -17,6 +20,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <optional>
@@ -167,29 +171,34 @@ std::string csv_row(const CellRow& row, const Device& dev, const RunSpec& spec) 
     const auto& r = row.r;
     const bool measured = row.status != "skipped" && (r.ios > 0 || r.elapsed_s > 0);
     auto m = [&](double v, int prec) { return measured ? fmt_num(v, prec) : std::string(); };
+    // spdk_nvme_perf has no fixed-buffer notion and no percentiles in its
+    // summary: those fields stay empty on its rows, never a made-up 0
+    auto k = [&](double v, int prec) { return row.control ? std::string() : m(v, prec); };
     std::vector<std::string> f = {std::to_string(c.index),
                                   c.profile,
                                   std::to_string(c.rep),
-                                  engine_name(dev.engine),
-                                  dev.path,
+                                  row.control ? "spdk_nvme_perf" : engine_name(dev.engine),
+                                  row.control ? row.trid : dev.path,
                                   pattern_name(c.pattern),
                                   std::to_string(c.size),
                                   std::to_string(c.qd),
                                   std::to_string(c.threads),
-                                  buf_name(spec.buf),
-                                  spec.buf == BufKind::pool || spec.fixed ? "1" : "0",
+                                  row.control ? "spdk" : buf_name(spec.buf),
+                                  row.control                               ? ""
+                                  : spec.buf == BufKind::pool || spec.fixed ? "1"
+                                                                            : "0",
                                   row.status,
                                   m(r.elapsed_s, 3),
                                   measured ? std::to_string(r.ios) : "",
                                   measured ? std::to_string(r.failed) : "",
                                   r.first_error,
-                                  measured ? std::to_string(r.fallbacks) : "",
+                                  measured && !row.control ? std::to_string(r.fallbacks) : "",
                                   m(r.iops, 1),
                                   m(r.mib_s, 2),
                                   m(r.lat_mean_us, 2),
-                                  m(r.lat_p50_us, 2),
-                                  m(r.lat_p99_us, 2),
-                                  m(r.lat_p999_us, 2),
+                                  k(r.lat_p50_us, 2),
+                                  k(r.lat_p99_us, 2),
+                                  k(r.lat_p999_us, 2),
                                   m(r.busy_cores, 3),
                                   row.recording,
                                   row.note};
@@ -262,6 +271,15 @@ json run_meta(const BenchOptions& opts, const Device& dev, const PoolParams& poo
     m["reps"] = opts.reps;
     m["record"] = opts.record;
     m["record_sample"] = opts.record_sample;
+    if (!opts.spdk_perf.empty()) {
+        std::error_code ec;
+        const fs::path real = fs::canonical(opts.spdk_perf, ec);
+        m["control"] = {{"initiator", "spdk_nvme_perf"},
+                        {"binary", ec ? opts.spdk_perf : real.string()},
+                        {"trid", opts.spdk_trid},
+                        {"args", opts.spdk_args},
+                        {"cores", "the cells' threads, one worker each, on pin_cpus"}};
+    }
     m["columns"] = csv_columns();
     return m;
 }
@@ -384,19 +402,31 @@ std::string cell_label(const Cell& c, const Device& dev, const RunSpec& spec) {
                        spec.buf != BufKind::pool && spec.fixed ? " (fixed)" : "");
 }
 
+std::string control_label(const CellRow& row) {
+    return fmt::format("{} {} qd{} x{} spdk_nvme_perf {}", pattern_name(row.cell.pattern),
+                       size_label(row.cell.size), row.cell.qd, row.cell.threads, row.trid);
+}
+
 std::string result_text(const CellRow& row, const Device& dev, const RunSpec& spec) {
     const auto& r = row.r;
-    std::string s = cell_label(row.cell, dev, spec) + ": ";
+    std::string s = (row.control ? control_label(row) : cell_label(row.cell, dev, spec)) + ": ";
     if (row.status == "skipped")
         return s + "skipped: " + row.note + "\n";
     if (row.status == "failed" && r.ios == 0 && r.elapsed_s == 0)
         return s + "failed: " + row.note + "\n";
-    s += fmt::format(
-        "{:.0f} IOPS, {:.1f} MiB/s, lat mean {:.1f} us p50 {:.1f} p99 {:.1f} p99.9 {:.1f}, busy "
-        "cores {:.2f}{}, {} I/Os in {:.2f} s, failed {}, fallbacks {}",
-        r.iops, r.mib_s, r.lat_mean_us, r.lat_p50_us, r.lat_p99_us, r.lat_p999_us, r.busy_cores,
-        spec.exclude.empty() ? "" : " (outside the target CPUs)", r.ios, r.elapsed_s, r.failed,
-        r.fallbacks);
+    if (row.control)
+        s += fmt::format(
+            "{:.0f} IOPS, {:.1f} MiB/s, lat mean {:.1f} us, busy cores {:.2f}{}, {} I/Os in {:.0f} "
+            "s, failed {}",
+            r.iops, r.mib_s, r.lat_mean_us, r.busy_cores,
+            spec.exclude.empty() ? "" : " (outside the target CPUs)", r.ios, r.elapsed_s, r.failed);
+    else
+        s += fmt::format(
+            "{:.0f} IOPS, {:.1f} MiB/s, lat mean {:.1f} us p50 {:.1f} p99 {:.1f} p99.9 {:.1f}, "
+            "busy cores {:.2f}{}, {} I/Os in {:.2f} s, failed {}, fallbacks {}",
+            r.iops, r.mib_s, r.lat_mean_us, r.lat_p50_us, r.lat_p99_us, r.lat_p999_us, r.busy_cores,
+            spec.exclude.empty() ? "" : " (outside the target CPUs)", r.ios, r.elapsed_s, r.failed,
+            r.fallbacks);
     if (!r.first_error.empty())
         s += fmt::format("\n    first error: {}", r.first_error);
     if (!row.recording.empty())
@@ -406,31 +436,37 @@ std::string result_text(const CellRow& row, const Device& dev, const RunSpec& sp
 
 json result_json(const CellRow& row, const Device& dev, const RunSpec& spec) {
     const auto& r = row.r;
-    return {{"schema", json_schema("bench")},
-            {"cell", row.cell.index},
-            {"profile", row.cell.profile},
-            {"engine", engine_name(dev.engine)},
-            {"device", dev.path},
-            {"pattern", pattern_name(row.cell.pattern)},
-            {"size", row.cell.size},
-            {"qd", row.cell.qd},
-            {"threads", row.cell.threads},
-            {"buf", buf_name(spec.buf)},
-            {"status", row.status},
-            {"note", row.note},
-            {"ios", r.ios},
-            {"failed", r.failed},
-            {"first_error", r.first_error},
-            {"fallbacks", r.fallbacks},
-            {"elapsed_s", r.elapsed_s},
-            {"iops", r.iops},
-            {"mib_s", r.mib_s},
-            {"lat_mean_us", r.lat_mean_us},
-            {"lat_p50_us", r.lat_p50_us},
-            {"lat_p99_us", r.lat_p99_us},
-            {"lat_p999_us", r.lat_p999_us},
-            {"busy_cores", r.busy_cores},
-            {"recording", row.recording}};
+    json j = {{"schema", json_schema("bench")},
+              {"cell", row.cell.index},
+              {"profile", row.cell.profile},
+              {"engine", row.control ? "spdk_nvme_perf" : engine_name(dev.engine)},
+              {"device", row.control ? row.trid : dev.path},
+              {"pattern", pattern_name(row.cell.pattern)},
+              {"size", row.cell.size},
+              {"qd", row.cell.qd},
+              {"threads", row.cell.threads},
+              {"buf", row.control ? "spdk" : buf_name(spec.buf)},
+              {"status", row.status},
+              {"note", row.note},
+              {"ios", r.ios},
+              {"failed", r.failed},
+              {"first_error", r.first_error},
+              {"fallbacks", r.fallbacks},
+              {"elapsed_s", r.elapsed_s},
+              {"iops", r.iops},
+              {"mib_s", r.mib_s},
+              {"lat_mean_us", r.lat_mean_us},
+              {"lat_p50_us", r.lat_p50_us},
+              {"lat_p99_us", r.lat_p99_us},
+              {"lat_p999_us", r.lat_p999_us},
+              {"busy_cores", r.busy_cores},
+              {"recording", row.recording}};
+    if (row.control) {
+        // not in spdk_nvme_perf's summary: unknown, not 0
+        for (const char* k : {"lat_p50_us", "lat_p99_us", "lat_p999_us", "fallbacks"})
+            j[k] = nullptr;
+    }
+    return j;
 }
 
 // The premap proof: one passthrough read one logical block larger than the
@@ -509,6 +545,110 @@ std::string meta_path(const std::string& csv) {
     return (p.parent_path() / (p.stem().string() + ".meta")).string();
 }
 
+std::string cpu_list_text(const std::vector<int>& cpus) {
+    std::string s;
+    for (int c : cpus)
+        s += (s.empty() ? "" : ",") + std::to_string(c);
+    return s;
+}
+
+// Whole seconds, as spdk_nvme_perf's -t and -a take them.
+uint32_t whole_seconds(double v, const char* what) {
+    const double r = std::round(v);
+    if (std::fabs(v - r) > 1e-9 || r > 86400)
+        throw Error(fmt::format(
+            "--spdk-perf: spdk_nvme_perf measures whole seconds: give {} as a whole number "
+            "(not {}) so both arms run the same time",
+            what, v));
+    return static_cast<uint32_t>(r);
+}
+
+// The control arm's fixed part, checked before any cell runs; pins both
+// arms to the same cores (the first CPUs outside --target-cpus when --cpus
+// is not given: SPDK's workers are pinned, so the kernel's threads are too).
+PerfSpec control_spec(const BenchOptions& opts, const Device& dev, const std::vector<Cell>& cells,
+                      RunSpec& spec) {
+    PerfSpec p;
+    p.binary = resolve_command(opts.spdk_perf);
+    if (opts.ios)
+        throw Error("--spdk-perf: spdk_nvme_perf runs for a time, not a count: give -d, not -n");
+    if (opts.record)
+        throw Error(
+            "--spdk-perf with --record: the recording is of the kernel's side only; run "
+            "the recorded matrix without the control arm");
+    p.seconds = whole_seconds(opts.duration_s, "-d");
+    if (p.seconds == 0)
+        throw Error("--spdk-perf: -d must be at least 1 s");
+    p.warmup_s = whole_seconds(opts.ramp_s, "--ramp");
+    p.trid = opts.spdk_trid.empty() ? trid_from_device(dev) : opts.spdk_trid;
+    std::istringstream in(opts.spdk_args);
+    for (std::string a; in >> a;)
+        p.extra.push_back(a);
+    p.exclude = spec.exclude;
+    uint32_t most = 1;
+    for (const Cell& c : cells)
+        most = std::max(most, c.threads);
+    if (spec.cpus.empty()) {
+        cpu_set_t set;
+        CPU_ZERO(&set);
+        if (sched_getaffinity(0, sizeof set, &set) != 0)
+            throw errno_error("sched_getaffinity", errno);
+        for (int c = 0; c < CPU_SETSIZE && spec.cpus.size() < most; c++)
+            if (CPU_ISSET(c, &set) && !spec.exclude.count(c))
+                spec.cpus.push_back(c);
+        if (spec.cpus.empty())
+            throw Error("--spdk-perf: every CPU this process may use is in --target-cpus");
+        fmt::print(stderr, "nvmetrace: both arms pinned to CPU(s) {} (give --cpus to choose)\n",
+                   cpu_list_text(spec.cpus));
+    }
+    return p;
+}
+
+// spdk_nvme_perf on one cell: QD per worker and one worker per thread of the
+// cell, on the cores the kernel's threads use.
+CellRow control_row(const PerfSpec& base, const std::vector<int>& cpus, const Cell& c,
+                    const std::string& skipped) {
+    CellRow row;
+    row.cell = c;
+    row.control = true;
+    row.trid = base.trid;
+    if (!skipped.empty()) {
+        row.status = "skipped";
+        row.note = skipped;
+        return row;
+    }
+    PerfSpec p = base;
+    p.pattern = c.pattern;
+    p.size = c.size;
+    p.qd = c.qd;
+    p.cores = cpus;
+    if (p.cores.size() < c.threads) {
+        row.status = "skipped";
+        row.note = fmt::format(
+            "{} threads need {} cores for SPDK's workers (one poller each); --cpus gives {}",
+            c.threads, c.threads, p.cores.size());
+        return row;
+    }
+    p.cores.resize(c.threads);
+    try {
+        std::string log;
+        row.r = run_spdk_perf(p, &log);
+        if (row.r.failed) {
+            row.status = "failed";
+            row.note = fmt::format("{} commands failed", row.r.failed);
+        } else if (row.r.ios == 0) {
+            row.status = "failed";
+            row.note = "spdk_nvme_perf completed no I/O";
+        } else {
+            row.status = "ok";
+        }
+    } catch (const Error& e) {
+        row.status = "failed";
+        row.note = e.what();
+    }
+    return row;
+}
+
 }  // namespace
 }  // namespace bench
 
@@ -567,7 +707,16 @@ int run_bench(const BenchOptions& opts) {
                                                    spec.threads, sizes, qds, tl, opts.reps);
     if (opts.record && opts.output.empty())
         throw Error("--record needs -o FILE.csv: recordings are stored next to the CSV");
+    std::optional<PerfSpec> control;
+    if (!opts.spdk_perf.empty())
+        control = control_spec(opts, dev, cells, spec);
 
+    BenchOptions meta_opts = opts;
+    if (control) {
+        meta_opts.spdk_trid = control->trid;
+        if (meta_opts.cpus.empty())
+            meta_opts.cpus = cpu_list_text(spec.cpus);
+    }
     std::ofstream csv;
     if (!opts.output.empty()) {
         csv.open(opts.output, std::ios::trunc);
@@ -577,7 +726,7 @@ int run_bench(const BenchOptions& opts) {
         std::ofstream meta(meta_path(opts.output), std::ios::trunc);
         if (!meta)
             throw errno_error(fmt::format("cannot write {}", meta_path(opts.output)), errno);
-        meta << json_text(run_meta(opts, dev, pool), 2) << "\n";
+        meta << json_text(run_meta(meta_opts, dev, pool), 2) << "\n";
     }
 
     if (opts.warmup_s > 0 && !cells.empty()) {
@@ -644,23 +793,32 @@ int run_bench(const BenchOptions& opts) {
                 row.note = e.what();
             }
         }
-        if (row.status == "failed")
-            failed_cells++;
-        if (opts.json)
-            rows.push_back(result_json(row, dev, s));
-        else
-            fmt::print("{}", result_text(row, dev, s));
-        std::fflush(stdout);
-        if (csv.is_open())
-            csv << csv_row(row, dev, s) << std::flush;
+        std::vector<CellRow> out{row};
+        if (control)
+            out.push_back(
+                control_row(*control, s.cpus, c, row.status == "skipped" ? row.note : ""));
+        for (const CellRow& o : out) {
+            if (o.status == "failed")
+                failed_cells++;
+            if (opts.json)
+                rows.push_back(result_json(o, dev, s));
+            else
+                fmt::print("{}", result_text(o, dev, s));
+            std::fflush(stdout);
+            if (csv.is_open())
+                csv << csv_row(o, dev, s) << std::flush;
+        }
     }
     if (opts.json)
         fmt::print("{}\n", json_text(rows, 2));
+    const size_t total_rows = cells.size() * (control ? 2 : 1);
     if (!opts.output.empty())
-        fmt::print(stderr, "nvmetrace: {} cells written to {} (+ {})\n", cells.size(), opts.output,
+        fmt::print(stderr, "nvmetrace: {} cells{} written to {} (+ {})\n", cells.size(),
+                   control ? " x 2 arms (kernel, spdk_nvme_perf)" : "", opts.output,
                    meta_path(opts.output));
     if (failed_cells)
-        throw Error(fmt::format("{} of {} cells failed{}", failed_cells, cells.size(),
+        throw Error(fmt::format("{} of {} {} failed{}", failed_cells, total_rows,
+                                control ? "rows" : "cells",
                                 opts.output.empty() ? "" : " (see " + opts.output + ")"));
     return 0;
 }

@@ -41,6 +41,10 @@ struct BenchOptions {
     bool json = false;
     std::vector<std::string> command_line;
     std::string pool_node = "/dev/nvmetrace";
+    // the control arm: SPDK's user-space initiator on the same cells
+    std::string spdk_perf;  // spdk_nvme_perf; "": none
+    std::string spdk_trid;  // "": from the device's controller
+    std::string spdk_args;  // its own arguments, split at spaces
 };
 
 int run_bench(const BenchOptions& opts);
@@ -73,6 +77,9 @@ struct CellRow {
     std::string note;    // why skipped / failed
     RunResult r;
     std::string recording;  // file name, "" without --record
+    // the control arm's row: spdk_nvme_perf on the cell, against `trid`
+    bool control = false;
+    std::string trid;
 };
 
 // The CSV's columns, in order (Documentation/bench.md documents each).

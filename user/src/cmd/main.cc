@@ -350,6 +350,12 @@ int run(int argc, char** argv) {
     bench->add_flag("--premap-proof", bo.premap_proof,
                     "One passthrough read a block over max_hw_sectors_kb, from a pool buffer");
     bench->add_flag("--json", bo.json, "Print the cells as JSON instead of text");
+    bench->add_option("--spdk-perf", bo.spdk_perf,
+                      "Control arm: run every cell through this spdk_nvme_perf too");
+    bench->add_option("--spdk-trid", bo.spdk_trid,
+                      "Its transport ID (default: the device's controller, from sysfs)");
+    bench->add_option("--spdk-args", bo.spdk_args,
+                      "Its own arguments first, e.g. \"--no-huge -s 256\"");
 
     try {
         app.parse(parse_argc, argv);

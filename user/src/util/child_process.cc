@@ -79,7 +79,7 @@ std::string resolve_command(const std::string& name) {
         fmt::format("cannot run {}: not found in PATH (install it, or give its path)", name));
 }
 
-ChildProcess ChildProcess::start(const std::vector<std::string>& argv) {
+ChildProcess ChildProcess::start(const std::vector<std::string>& argv, int output) {
     if (argv.empty())
         throw Error("no command to run: give one after --, e.g. record -r host -- fio job.fio");
     const std::string file = resolve_command(argv[0]);
@@ -91,21 +91,32 @@ ChildProcess ChildProcess::start(const std::vector<std::string>& argv) {
     int report[2];
     if (pipe2(report, O_CLOEXEC) != 0)
         throw errno_error("pipe2", errno);
+    const int null_in = output >= 0 ? open("/dev/null", O_RDONLY | O_CLOEXEC) : -1;
     const pid_t pid = fork();
     if (pid < 0) {
         const int err = errno;
         close(report[0]);
         close(report[1]);
+        if (null_in >= 0)
+            close(null_in);
         throw errno_error(fmt::format("cannot run {}: fork", argv[0]), err);
     }
     if (pid == 0) {
         close(report[0]);
+        if (output >= 0 && (dup2(output, 1) < 0 || dup2(output, 2) < 0 ||
+                            (null_in >= 0 && dup2(null_in, 0) < 0))) {
+            const int err = errno;
+            [[maybe_unused]] ssize_t n = write(report[1], &err, sizeof err);
+            _exit(127);
+        }
         execv(file.c_str(), args.data());
         const int err = errno;
         [[maybe_unused]] ssize_t n = write(report[1], &err, sizeof err);
         _exit(127);
     }
     close(report[1]);
+    if (null_in >= 0)
+        close(null_in);
     ChildProcess child(pid, pidfd_open(pid));
     const int open_err = child.pidfd_ < 0 ? errno : 0;
     // The pipe closes on a successful exec, or carries exec's errno.

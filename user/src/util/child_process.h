@@ -21,8 +21,9 @@ class ChildProcess {
 public:
     // Forks and execs argv (argv[0] looked up in PATH).  Returns once the
     // exec has succeeded; throws Error (with the reason from the child) when
-    // it failed, the child already reaped.
-    static ChildProcess start(const std::vector<std::string>& argv);
+    // it failed, the child already reaped.  With output >= 0, the child's
+    // standard output and error go to that fd and its input is /dev/null.
+    static ChildProcess start(const std::vector<std::string>& argv, int output = -1);
 
     ChildProcess(ChildProcess&& o) noexcept;
     ChildProcess& operator=(ChildProcess&&) = delete;
