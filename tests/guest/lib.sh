@@ -95,7 +95,8 @@ reads_or_ended() { dev_reads_above "$1" "$2" || { [ -n "$3" ] && ! kill -0 "$3" 
 # attaching takes seconds under TCG on a busy machine, so a workload starts only after this.
 # The module is asked too because OUT lies on the 9p results share, where a guest that polls
 # a file while another process writes it has been seen to lose the writer's first line (6.12:
-# the file then begins with NUL bytes)
+# the file then begins with NUL bytes); a scenario that greps such a file while it is written
+# keeps it on the guest's tmpfs (/tmp) and copies it into RESULTS at the end
 recorder_started() { wait_for "${2:-120}" recorder_on "$1"; }
 recorder_on() {
 	grep -aq 'profiling as' "$1" ||

@@ -34,17 +34,21 @@ modprobe -r nvme_tcp 2>/dev/null
 [ -e /sys/module/nvme_tcp ] && fail "nvme_tcp still loaded"
 insmod "$NVMETRACE_KO" || fail "insmod failed"
 
-"$NT" record -r host -r target -s 1 -o "$RESULTS/rec.ntr" >"$RESULTS/record.out" 2>&1 &
+# record's output is polled while it runs: it goes to the guest's own tmpfs, not to the 9p
+# results share (where a reader polling a file being written has seen its first line turn
+# into NUL bytes on 6.12), and is copied there at the end
+ROUT=/tmp/record.out
+"$NT" record -r host -r target -s 1 -o "$RESULTS/rec.ntr" >"$ROUT" 2>&1 &
 REC=$!
-recorder_wait "$RESULTS/record.out"
-said() { grep -q -- "$1" "$RESULTS/record.out"; }
+recorder_wait "$ROUT"
+said() { grep -q -- "$1" "$ROUT"; }
 said "no NVMe-oF namespace on this host yet: recording those that appear" ||
-	{ cat "$RESULTS/record.out"; fail "record did not say it starts with no namespace"; }
+	{ cat "$ROUT"; fail "record did not say it starts with no namespace"; }
 said "nvme_tcp is not loaded yet: its hooks attach when it is" ||
-	{ cat "$RESULTS/record.out"; fail "record did not say nvme_tcp's hooks wait for it"; }
+	{ cat "$ROUT"; fail "record did not say nvme_tcp's hooks wait for it"; }
 # tcp_loaded N: record said N times that nvme_tcp loaded and its hooks attached
-tcp_loaded() { [ "$(grep -c "nvmetrace: nvme_tcp loaded: its [0-9]* hooks attached" "$RESULTS/record.out")" -ge "$1" ]; }
-recorder_alive() { kill -0 $REC 2>/dev/null || { cat "$RESULTS/record.out"; fail "the recorder died ($1)"; }; }
+tcp_loaded() { [ "$(grep -c "nvmetrace: nvme_tcp loaded: its [0-9]* hooks attached" "$ROUT")" -ge "$1" ]; }
+recorder_alive() { kill -0 $REC 2>/dev/null || { cat "$ROUT"; fail "the recorder died ($1)"; }; }
 # appeared NAME: record said that the disk NAME appeared (its head disk, or itself)
 appeared() { wait_for 30 said "nvmetrace: $1 (tcp $NVMET_NQN, .*) appeared: recording it"; }
 ctrl_of() { # the controller (nvmeN) of subsystem $NVMET_NQN
@@ -59,8 +63,8 @@ fio_args=(--ioengine=libaio --direct=1 --bs=4k --iodepth=4 --size=32m --time_bas
 # 1. a namespace connected after the recording started (the connect loads nvme_tcp); after a
 # lost connection the host tries to connect again every second (step 2b)
 dev=$(nvme_tcp_connect "$NVMET_NQN" ",reconnect_delay=1")
-appeared "$dev" || { cat "$RESULTS/record.out"; fail "record did not say $dev appeared"; }
-tcp_loaded 1 || { cat "$RESULTS/record.out"; fail "record did not give nvme_tcp its layout"; }
+appeared "$dev" || { cat "$ROUT"; fail "record did not say $dev appeared"; }
+tcp_loaded 1 || { cat "$ROUT"; fail "record did not give nvme_tcp its layout"; }
 run_fio connect --filename="/dev/$dev" --rw=randread "${fio_args[@]}" || fail "fio connect"
 
 # 2. a controller reset while fio runs: the same controller, its queues made anew. Requests
@@ -91,7 +95,7 @@ fio_stop
 # still being freed (the usual case here), else the same, and then there is nothing to say
 if [ "$id1" != "$id0" ]; then
 	wait_for 30 said "nvmetrace: $dev (tcp .*): controller id was $id0" ||
-		{ cat "$RESULTS/record.out"; fail "record did not say $dev changed controller id"; }
+		{ cat "$ROUT"; fail "record did not say $dev changed controller id"; }
 else
 	log "the reset kept controller id $id0"
 fi
@@ -122,11 +126,11 @@ echo "$io_timeout" >"$path/queue/io_timeout"
 # 3. disconnected, then connected again: a new controller of the same subsystem
 nvme_disconnect_all
 wait_for 30 said "nvmetrace: $dev (tcp .*) went away" ||
-	{ cat "$RESULTS/record.out"; fail "record did not say $dev went away"; }
-lines=$(grep -c "appeared: recording it" "$RESULTS/record.out")
+	{ cat "$ROUT"; fail "record did not say $dev went away"; }
+lines=$(grep -c "appeared: recording it" "$ROUT")
 dev2=$(nvme_tcp_connect)
-new_line() { [ "$(grep -c "appeared: recording it" "$RESULTS/record.out")" -gt "$lines" ]; }
-wait_for 30 new_line || { cat "$RESULTS/record.out"; fail "record did not say $dev2 appeared"; }
+new_line() { [ "$(grep -c "appeared: recording it" "$ROUT")" -gt "$lines" ]; }
+wait_for 30 new_line || { cat "$ROUT"; fail "record did not say $dev2 appeared"; }
 run_fio reconnect --filename="/dev/$dev2" --rw=randrw "${fio_args[@]}" || fail "fio reconnect"
 
 # 4. while fio runs on namespace 1, the target adds a namespace; the host finds it (namespace
@@ -156,55 +160,56 @@ if ! wait_for 20 ns2_dev >/dev/null; then
 	wait_for 60 ns2_dev >/dev/null || fail "namespace 2 did not appear on the host"
 fi
 dev3=$(ns2_dev)
-appeared "$dev3" || { cat "$RESULTS/record.out"; fail "record did not say $dev3 appeared"; }
+appeared "$dev3" || { cat "$ROUT"; fail "record did not say $dev3 appeared"; }
 said "nvmetrace: target namespace 2 of $NVMET_NQN (/dev/nullb1) appeared: recording it" ||
-	{ cat "$RESULTS/record.out"; fail "record did not say target namespace 2 appeared"; }
+	{ cat "$ROUT"; fail "record did not say target namespace 2 appeared"; }
 run_fio ns2 --filename="/dev/$dev3" --rw=randread "${fio_args[@]}" || fail "fio ns2"
 log "step 4: namespace 2 taken away"
 echo 0 >"$ns2/enable" && rmdir "$ns2" || fail "the target kept namespace 2"
 wait_for 60 said "nvmetrace: $dev3 (tcp .*) went away" ||
-	{ cat "$RESULTS/record.out"; fail "record did not say $dev3 went away"; }
+	{ cat "$ROUT"; fail "record did not say $dev3 went away"; }
 wait_for 30 said "nvmetrace: target namespace 2 of $NVMET_NQN (/dev/nullb1) went away" ||
-	{ cat "$RESULTS/record.out"; fail "record did not say target namespace 2 went away"; }
+	{ cat "$ROUT"; fail "record did not say target namespace 2 went away"; }
 io_goes_on "after namespace 2 went away"
 fio_stop
 
 # 5. nvme_tcp unloaded and loaded again (its hooks go and come back), then connected again
 log "step 5: nvme_tcp reloaded"
-gone=$(grep -c "went away" "$RESULTS/record.out")
-gone_line() { [ "$(grep -c "went away" "$RESULTS/record.out")" -gt "$gone" ]; }
+gone=$(grep -c "went away" "$ROUT")
+gone_line() { [ "$(grep -c "went away" "$ROUT")" -gt "$gone" ]; }
 nvme_disconnect_all
-wait_for 30 gone_line || { cat "$RESULTS/record.out"; fail "record did not say $dev2 went away"; }
+wait_for 30 gone_line || { cat "$ROUT"; fail "record did not say $dev2 went away"; }
 modprobe -r nvme_tcp || fail "cannot unload nvme_tcp"
 recorder_alive "nvme_tcp unloaded"
 modprobe nvme_tcp || fail "cannot load nvme_tcp again"
-wait_for 30 tcp_loaded 2 || { cat "$RESULTS/record.out"; fail "record did not see nvme_tcp loaded again"; }
-lines=$(grep -c "appeared: recording it" "$RESULTS/record.out")
+wait_for 30 tcp_loaded 2 || { cat "$ROUT"; fail "record did not see nvme_tcp loaded again"; }
+lines=$(grep -c "appeared: recording it" "$ROUT")
 dev4=$(nvme_tcp_connect)
-wait_for 30 new_line || { cat "$RESULTS/record.out"; fail "record did not say $dev4 appeared"; }
+wait_for 30 new_line || { cat "$ROUT"; fail "record did not say $dev4 appeared"; }
 run_fio reload --filename="/dev/$dev4" --rw=randread "${fio_args[@]}" || fail "fio reload"
 
 # 6. the target's side reloaded: nvmet and nvmet_tcp unloaded (every subsystem and port taken
 # down first) and set up again, then connected again
-gone=$(grep -c "went away" "$RESULTS/record.out")
+gone=$(grep -c "went away" "$ROUT")
 nvme_disconnect_all
-wait_for 30 gone_line || { cat "$RESULTS/record.out"; fail "record did not say $dev4 went away"; }
+wait_for 30 gone_line || { cat "$ROUT"; fail "record did not say $dev4 went away"; }
 nvmet_teardown
 [ -e /sys/module/nvmet ] && fail "nvmet still loaded after the teardown"
 recorder_alive "nvmet unloaded"
 modprobe null_blk "${NULLB[@]}" || fail "null_blk again"
 wait_for 5 test -b /dev/nullb0 || fail "/dev/nullb0 did not come back"
 nvmet_tcp_setup
-lines=$(grep -c "appeared: recording it" "$RESULTS/record.out")
+lines=$(grep -c "appeared: recording it" "$ROUT")
 dev5=$(nvme_tcp_connect)
-wait_for 30 new_line || { cat "$RESULTS/record.out"; fail "record did not say $dev5 appeared"; }
+wait_for 30 new_line || { cat "$ROUT"; fail "record did not say $dev5 appeared"; }
 run_fio nvmet-reload --filename="/dev/$dev5" --rw=randwrite "${fio_args[@]}" || fail "fio nvmet-reload"
 
 recorder_alive "at the end"
 kill -INT $REC
-wait $REC || { cat "$RESULTS/record.out"; fail "record failed"; }
-cat "$RESULTS/record.out"
-grep -q "STALE" "$RESULTS/record.out" && fail "a hook went stale across the nvme_tcp reload"
+wait $REC || { cat "$ROUT"; fail "record failed"; }
+cat "$ROUT"
+cp "$ROUT" "$RESULTS/record.out"
+grep -q "STALE" "$ROUT" && fail "a hook went stale across the nvme_tcp reload"
 echo "$dev $dev2 $dev3 $dev4 $dev5" >"$RESULTS/devs"
 
 rmmod nvmetrace || fail "rmmod failed"

@@ -18,16 +18,19 @@ insmod "$NVMETRACE_KO" || fail "insmod failed"
 "$NVMETRACE_BIN" --version
 "$NVMETRACE_BIN" status || fail "status failed"
 
-"$NVMETRACE_BIN" record -r host -r target -s 1 -i 1 -o "$RESULTS/rec.ntr" >"$RESULTS/record.out" 2>&1 &
+# polled while record writes it: on the guest's tmpfs, not the 9p share (see recorder_started)
+ROUT=/tmp/record.out
+"$NVMETRACE_BIN" record -r host -r target -s 1 -i 1 -o "$RESULTS/rec.ntr" >"$ROUT" 2>&1 &
 REC=$!
-recorder_wait "$RESULTS/record.out"
+recorder_wait "$ROUT"
 run_fio rd --filename="/dev/$dev" --ioengine=libaio --direct=1 --rw=randread --bs=4k \
 	--iodepth=1 --time_based --runtime=3 || fail "fio failed"
 kill -INT $REC
-wait $REC || { cat "$RESULTS/record.out"; fail "record failed"; }
-cat "$RESULTS/record.out"
-grep -q 'profiling as host+target' "$RESULTS/record.out" || fail "no start line"
-grep -qE '^ +[0-9.]+s  read 4KiB nvme' "$RESULTS/record.out" || fail "no live line"
+wait $REC || { cat "$ROUT"; fail "record failed"; }
+cat "$ROUT"
+cp "$ROUT" "$RESULTS/record.out"
+grep -q 'profiling as host+target' "$ROUT" || fail "no start line"
+grep -qE '^ +[0-9.]+s  read 4KiB nvme' "$ROUT" || fail "no live line"
 
 # the exact aio iocb: io_submit() batches of two regular-file reads, then two device reads;
 # each device read's reap is its own (the call that returned both), never a file read's
