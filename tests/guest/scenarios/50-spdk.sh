@@ -43,6 +43,11 @@ grep -q '^  start it with -e nvmf_rdma:0x821 to record over rdma (only the trace
 "$NVMETRACE_BIN" probe -t tcp --spdk-target "/dev/shm/nvmf_trace.pid$TGT" \
 	>"$RESULTS/probe-file.txt" 2>&1 || { cat "$RESULTS/probe-file.txt"; fail "probe --spdk-target FILE failed"; }
 grep -q RDMA "$RESULTS/probe-pid.txt" && fail "probe -t tcp listed RDMA's tracepoints"
+grep -q '^  over ' "$RESULTS/probe-pid.txt" && fail "probe -t tcp headed its one transport"
+# without -t both transports are checked, each list whole under its heading: the bdev's
+# tracepoints once in each
+[ "$(grep -cE '^  (over TCP:|over RDMA:|ok +BDEV_IO_START )' "$RESULTS/probe-target.txt")" = 4 ] ||
+	fail "probe without -t: not one TCP and one RDMA list, each with BDEV_IO_START"
 
 # the kernel's nvme-tcp host on SPDK's target, recorded on the host side
 insmod "$NVMETRACE_KO" || fail "insmod failed"

@@ -154,6 +154,10 @@ bool probe_role(bool target, const std::string& arg, const std::vector<std::stri
         bool any = false;
         for (const std::string& tr : transports) {
             const std::vector<Need> want = needs(target, tr);
+            // each transport's list is whole (the bdev's tracepoints are in both): a heading
+            // tells them apart when probe checks more than one
+            if (transports.size() > 1)
+                fmt::print("  over {}:\n", tr == "rdma" ? "RDMA" : "TCP");
             if (want.empty()) {
                 fmt::print(
                     "  {:<6} {:<22} SPDK's NVMe/{} initiator has no tracepoints: its "
