@@ -18,6 +18,9 @@
 #   ftrace   tracefs events nvme_setup_cmd, nvme_complete_rq, nvmet_req_init,
 #            nvmet_req_complete, block_rq_issue, block_rq_complete into the ring buffer,
 #            nothing reading it (module not loaded)               (e)
+#   bpftrace a bpftrace per-command tracer on the same six tracepoints (percmd.bt): every
+#            event printed with its command's ids into a file on the guest's tmpfs, as
+#            record -s 1 writes its records (module not loaded)  (f)
 # Per (round, case, QD) one fio run: randread 4k direct with fio's ENGINE (libaio unless
 # given; psync and pvsync2 ignore the QD), time_based SECONDS after
 # RAMP seconds of ramp. A recording is started before and stopped after each fio run, its
@@ -100,6 +103,28 @@ ftrace_off() { # prints "EVENTS OVERRUN": events the ring buffer took (entries +
 	echo 1 >$T/tracing_on
 }
 
+# bpftrace_on: start the per-command tracer (BT = its pid, BT_OUT its output file) and wait
+# until its probes are attached (bpftrace takes 10-20 s to start under emulation)
+BT_SCRIPT=$NVMETRACE_SRC/tools/bench.d/percmd.bt
+bpftrace_on() {
+	BT_OUT=/tmp/$1.bt
+	bpftrace -o "$BT_OUT" "$BT_SCRIPT" >"$RESULTS/runs/$1.bpftrace" 2>&1 &
+	BT=$!
+	bt_attached() { grep -q '^Attaching [0-9]* probes' "$BT_OUT" 2>/dev/null || ! kill -0 $BT 2>/dev/null; }
+	wait_for 180 bt_attached || fail "$1: bpftrace did not attach its probes in 180 s"
+	kill -0 $BT 2>/dev/null ||
+		fail "$1: bpftrace failed: $(cat "$RESULTS/runs/$1.bpftrace" "$BT_OUT" 2>/dev/null | tail -n 5)"
+}
+# bpftrace_off NAME: stop it; BT_EVENTS: the event lines it wrote, BT_LOST: the events it said
+# it lost (its perf buffer full)
+bpftrace_off() {
+	kill -INT $BT
+	wait $BT || fail "$1: bpftrace exited with an error: $(tail -n 5 "$RESULTS/runs/$1.bpftrace")"
+	read -r BT_EVENTS BT_LOST < <(awk '/^[0-9]+ [a-z]+ / {n++} /^Lost [0-9]+ events/ {l += $2}
+		END {print n+0, l+0}' "$BT_OUT")
+	rm -f "$BT_OUT"
+}
+
 # Steady-state window inside each fio run, measured with bash builtins only (no fork that
 # would itself cost guest time): from RAMP seconds after the device's first completed read
 # to WINDOW seconds later, the guest clock ($EPOCHREALTIME), the device's completed reads
@@ -122,7 +147,7 @@ one_run() {
 	local round=$1 c=$2 qd=$3 name="r$1-$2-qd$3" rec="" r0=0 l0=0 recs="" lost="" out n
 	local d0 u0 c0 d1 u1 c1 roles
 	case $c in
-	none|ftrace) ! loaded || rmmod nvmetrace || fail "rmmod failed" ;;
+	none|ftrace|bpftrace) ! loaded || rmmod nvmetrace || fail "rmmod failed" ;;
 	*-base|*-base-*) load_ko "$KO_BASE" ;;
 	*) load_ko "$KO" ;;
 	esac
@@ -157,6 +182,7 @@ one_run() {
 		} >"$RESULTS/hooks-$c.txt"
 		;;
 	ftrace) ftrace_on ;;
+	bpftrace) bpftrace_on "$name"; rec=$BT ;;
 	none|idle) ;;
 	*) fail "unknown case $c" ;;
 	esac
@@ -184,6 +210,7 @@ one_run() {
 		rm -f "/tmp/$name.ntr"
 		;;
 	ftrace) read -r recs lost < <(ftrace_off) ;;
+	bpftrace) bpftrace_off "$name"; recs=$BT_EVENTS lost=$BT_LOST ;;
 	esac
 	fio_check "runs/$name"
 	# window: reads completed, guest ns, recorder CPU ns
