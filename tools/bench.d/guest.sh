@@ -18,9 +18,10 @@
 #   ftrace   tracefs events nvme_setup_cmd, nvme_complete_rq, nvmet_req_init,
 #            nvmet_req_complete, block_rq_issue, block_rq_complete into the ring buffer,
 #            nothing reading it (module not loaded)               (e)
-#   bpftrace a bpftrace per-command tracer on the same six tracepoints (percmd.bt): every
-#            event printed with its command's ids into a file on the guest's tmpfs, as
-#            record -s 1 writes its records (module not loaded)  (f)
+#   bpftrace a bpftrace per-command tracer on the same six tracepoints (percmd.bt): each
+#            command's start kept in a map, one line per command and layer at its
+#            completion, into a file on the guest's tmpfs (module not loaded)  (f)
+#   bpftrace-ev  the same tracepoints, every event printed (perevent.bt)  (g)
 # Per (round, case, QD) one fio run: randread 4k direct with fio's ENGINE (libaio unless
 # given; psync and pvsync2 ignore the QD), time_based SECONDS after
 # RAMP seconds of ramp. A recording is started before and stopped after each fio run, its
@@ -103,25 +104,24 @@ ftrace_off() { # prints "EVENTS OVERRUN": events the ring buffer took (entries +
 	echo 1 >$T/tracing_on
 }
 
-# bpftrace_on: start the per-command tracer (BT = its pid, BT_OUT its output file) and wait
-# until its probes are attached (bpftrace takes 10-20 s to start under emulation)
-BT_SCRIPT=$NVMETRACE_SRC/tools/bench.d/percmd.bt
+# bpftrace_on NAME SCRIPT: start a bpftrace tracer (BT = its pid, BT_OUT its output file) and
+# wait until its probes are attached (bpftrace takes 10-20 s to start under emulation)
 bpftrace_on() {
 	BT_OUT=/tmp/$1.bt
-	bpftrace -o "$BT_OUT" "$BT_SCRIPT" >"$RESULTS/runs/$1.bpftrace" 2>&1 &
+	bpftrace -o "$BT_OUT" "$NVMETRACE_SRC/tools/bench.d/$2" >"$RESULTS/runs/$1.bpftrace" 2>&1 &
 	BT=$!
 	bt_attached() { grep -q '^Attaching [0-9]* probes' "$BT_OUT" 2>/dev/null || ! kill -0 $BT 2>/dev/null; }
 	wait_for 180 bt_attached || fail "$1: bpftrace did not attach its probes in 180 s"
 	kill -0 $BT 2>/dev/null ||
 		fail "$1: bpftrace failed: $(cat "$RESULTS/runs/$1.bpftrace" "$BT_OUT" 2>/dev/null | tail -n 5)"
 }
-# bpftrace_off NAME: stop it; BT_EVENTS: the event lines it wrote, BT_LOST: the events it said
-# it lost (its perf buffer full)
+# bpftrace_off NAME: stop it; BT_EVENTS: the lines it wrote (a command's or an event's), BT_LOST:
+# the events it said it lost (its perf buffer full)
 bpftrace_off() {
 	kill -INT $BT
 	wait $BT || fail "$1: bpftrace exited with an error: $(tail -n 5 "$RESULTS/runs/$1.bpftrace")"
-	read -r BT_EVENTS BT_LOST < <(awk '/^[0-9]+ [a-z]+ / {n++} /^Lost [0-9]+ events/ {l += $2}
-		END {print n+0, l+0}' "$BT_OUT")
+	read -r BT_EVENTS BT_LOST < <(awk '/^(host|target|block) / || /^[0-9]+ [a-z]+ / {n++}
+		/^Lost [0-9]+ events/ {l += $2} END {print n+0, l+0}' "$BT_OUT")
 	rm -f "$BT_OUT"
 }
 
@@ -147,7 +147,7 @@ one_run() {
 	local round=$1 c=$2 qd=$3 name="r$1-$2-qd$3" rec="" r0=0 l0=0 recs="" lost="" out n
 	local d0 u0 c0 d1 u1 c1 roles
 	case $c in
-	none|ftrace|bpftrace) ! loaded || rmmod nvmetrace || fail "rmmod failed" ;;
+	none|ftrace|bpftrace|bpftrace-ev) ! loaded || rmmod nvmetrace || fail "rmmod failed" ;;
 	*-base|*-base-*) load_ko "$KO_BASE" ;;
 	*) load_ko "$KO" ;;
 	esac
@@ -182,7 +182,8 @@ one_run() {
 		} >"$RESULTS/hooks-$c.txt"
 		;;
 	ftrace) ftrace_on ;;
-	bpftrace) bpftrace_on "$name"; rec=$BT ;;
+	bpftrace) bpftrace_on "$name" percmd.bt; rec=$BT ;;
+	bpftrace-ev) bpftrace_on "$name" perevent.bt; rec=$BT ;;
 	none|idle) ;;
 	*) fail "unknown case $c" ;;
 	esac
@@ -210,7 +211,7 @@ one_run() {
 		rm -f "/tmp/$name.ntr"
 		;;
 	ftrace) read -r recs lost < <(ftrace_off) ;;
-	bpftrace) bpftrace_off "$name"; recs=$BT_EVENTS lost=$BT_LOST ;;
+	bpftrace|bpftrace-ev) bpftrace_off "$name"; recs=$BT_EVENTS lost=$BT_LOST ;;
 	esac
 	fio_check "runs/$name"
 	# window: reads completed, guest ns, recorder CPU ns
