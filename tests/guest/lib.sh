@@ -315,12 +315,19 @@ fio_stop() { # fio exits 1 after a signal even when all went well: only its JSON
 	wait "$FIO_PID" || true
 }
 
-# spdk_target_start NQN [TRACE-GROUPS]: SPDK's NVMe-oF target (nvmf_tgt, built into the cache by
-# tools/spdk) on CPU 0 without hugepages, a 64 MiB malloc bdev with 512-byte blocks as NQN's
-# namespace, listening on tcp $NVMET_ADDR:$NVMET_PORT.  TRACE-GROUPS is its -e (default: only
-# the tracepoints nvmetrace reads).  Sets SPDK (the build), SPDK_TGT (its pid) and SPDK_RPC.
+# spdk_target_start NQN [TRACE-GROUPS [TRANSPORT]]: SPDK's NVMe-oF target (nvmf_tgt, built into
+# the cache by tools/spdk) on CPU 0 without hugepages, a 64 MiB malloc bdev with 512-byte blocks
+# as NQN's namespace, listening on tcp $NVMET_ADDR:$NVMET_PORT, or with TRANSPORT rdma on
+# $RDMA_ADDR:$NVMET_PORT (rxe_setup first).  TRACE-GROUPS is its -e (default: only the
+# tracepoints nvmetrace reads on that transport).  Sets SPDK (the build), SPDK_TGT (its pid)
+# and SPDK_RPC.
 spdk_target_start() {
-	local nqn=$1 groups=${2:-nvmf_tcp:0x2081,bdev:0x3}
+	local nqn=$1 tr=${3:-tcp} groups addr
+	case $tr in
+	tcp) groups=${2:-nvmf_tcp:0x2081,bdev:0x3} addr=$NVMET_ADDR ;;
+	rdma) groups=${2:-nvmf_rdma:0x821,bdev:0x3} addr=$RDMA_ADDR ;;
+	*) fail "spdk_target_start: transport tcp or rdma, not $tr" ;;
+	esac
 	SPDK=$("$NVMETRACE_SRC/tools/spdk" path) ||
 		fail "SPDK is not built: tools/spdk build (the test command's spdk stage builds it)"
 	SPDK_RPC=("$SPDK/scripts/rpc.py" -t 60)
@@ -332,11 +339,11 @@ spdk_target_start() {
 	wait_for 180 test -S /var/tmp/spdk.sock ||
 		{ cat "$RESULTS/nvmf_tgt.log"; fail "nvmf_tgt made no RPC socket"; }
 	"${SPDK_RPC[@]}" >"$RESULTS/rpc.out" 2>&1 <<RPC || { cat "$RESULTS/rpc.out" "$RESULTS/nvmf_tgt.log"; fail "the SPDK target's setup failed"; }
-nvmf_create_transport -t TCP
+nvmf_create_transport -t ${tr^^}
 bdev_malloc_create -b Malloc0 64 512
 nvmf_create_subsystem $nqn -a -s NVMETRACE0001
 nvmf_subsystem_add_ns $nqn Malloc0
-nvmf_subsystem_add_listener $nqn -t tcp -a $NVMET_ADDR -s $NVMET_PORT
+nvmf_subsystem_add_listener $nqn -t $tr -a $addr -s $NVMET_PORT
 RPC
-	log "SPDK nvmf_tgt (pid $SPDK_TGT): $nqn on tcp $NVMET_ADDR:$NVMET_PORT, a 64 MiB malloc bdev"
+	log "SPDK nvmf_tgt (pid $SPDK_TGT): $nqn on $tr $addr:$NVMET_PORT, a 64 MiB malloc bdev"
 }
