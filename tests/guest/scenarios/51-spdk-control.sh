@@ -32,9 +32,12 @@ $CHECK "$RESULTS/control.csv" --control --cells 4 --ok 4 || fail "control.csv"
 # the kernel's rows are passthrough on the ng node; SPDK's name the controller bench found
 awk -F, 'NR > 1 && $4 == "passthru" {k++} NR > 1 && $4 == "spdk_nvme_perf" {s++}
 	END {exit !(k == 2 && s == 2)}' "$RESULTS/control.csv" || fail "not 2 rows of each arm"
-jq -e --arg a "$NVMET_ADDR" --arg n "$NQN" '.pin_cpus == "1" and .target_cpus == "0" and
+# the command line kept as a shell reads it back: --spdk-args' value one quoted word
+jq -e --arg a "$NVMET_ADDR" --arg n "$NQN" --arg cl "--spdk-args '$ARGS'" '.pin_cpus == "1" and
+	.target_cpus == "0" and
 	(.control.trid | contains("trtype:TCP") and contains("traddr:" + $a) and contains("subnqn:" + $n))
-	and .control.args == "--no-huge -s 256"' "$RESULTS/control.meta" >/dev/null ||
+	and .control.args == "--no-huge -s 256" and (.command_line | contains($cl))' \
+	"$RESULTS/control.meta" >/dev/null ||
 	fail "control.meta: $(cat "$RESULTS/control.meta")"
 
 # what is wrong, said before anything runs

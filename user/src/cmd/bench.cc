@@ -237,10 +237,8 @@ json run_meta(const BenchOptions& opts, const Device& dev, const PoolParams& poo
     // The kernel's checksum of the module's sources (MODULE_VERSION sets it):
     // it names the exact source state the loaded module was built from.
     m["module_srcversion"] = read_first_line("/sys/module/nvmetrace/srcversion");
-    std::string cl;
-    for (const auto& a : opts.command_line)
-        cl += (cl.empty() ? "" : " ") + a;
-    m["command_line"] = cl;
+    // quoted as a shell reads it back: --spdk-args "--no-huge -s 256" stays one word
+    m["command_line"] = shell_words(opts.command_line);
     m["device"] = {{"path", dev.path},
                    {"engine", engine_name(dev.engine)},
                    {"disk", dev.disk},

@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <string_view>
 
@@ -47,6 +48,27 @@ int shell_status(int wstatus) {
 }
 
 }  // namespace
+
+std::string shell_words(const std::vector<std::string>& argv) {
+    auto plain = [](char c) {
+        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+               std::string_view("_./:=,+@%-").find(c) != std::string_view::npos;
+    };
+    std::string line;
+    for (const std::string& a : argv) {
+        if (!line.empty())
+            line += ' ';
+        if (!a.empty() && std::all_of(a.begin(), a.end(), plain)) {
+            line += a;
+            continue;
+        }
+        line += '\'';
+        for (char c : a)
+            line += c == '\'' ? std::string("'\\''") : std::string(1, c);
+        line += '\'';
+    }
+    return line;
+}
 
 std::string resolve_command(const std::string& name) {
     if (name.empty())

@@ -17,6 +17,11 @@ namespace nvmetrace {
 // Error saying why it cannot be run (not found, not executable, a folder).
 std::string resolve_command(const std::string& name);
 
+// argv as one line a shell reads back into the same words: each word with a
+// character outside [A-Za-z0-9_./:=,+@%-], or empty, in single quotes (a quote
+// inside written '\''), joined by spaces.  For the command lines files keep.
+std::string shell_words(const std::vector<std::string>& argv);
+
 class ChildProcess {
 public:
     // Forks and execs argv (argv[0] looked up in PATH).  Returns once the

@@ -118,5 +118,14 @@ TEST(ChildProcess, ACommandThatCannotRunIsAnError) {
     }
 }
 
+TEST(ShellWords, QuotesOnlyWhatAShellWouldSplitOrExpand) {
+    EXPECT_EQ(shell_words({"nvmetrace", "bench", "/dev/ng0n1", "--cpus", "1,3", "-d", "2"}),
+              "nvmetrace bench /dev/ng0n1 --cpus 1,3 -d 2");
+    EXPECT_EQ(shell_words({"--spdk-args", "--no-huge -s 256"}), "--spdk-args '--no-huge -s 256'");
+    EXPECT_EQ(shell_words({"a", "", "b"}), "a '' b");
+    EXPECT_EQ(shell_words({"it's", "$HOME", "*"}), "'it'\\''s' '$HOME' '*'");
+    EXPECT_EQ(shell_words({}), "");
+}
+
 }  // namespace
 }  // namespace nvmetrace
