@@ -111,6 +111,35 @@ module_param(hook_kprobes, bool, 0444);
 MODULE_PARM_DESC(hook_kprobes,
 		 "attach every function-entry hook as a kprobe, not through ftrace (testing)");
 
+/*
+ * Only the hooks named here (comma-separated) attach, for measuring what
+ * one hook site costs (tools/bench's rec...@HOOK cases): unset, every hook a
+ * recording's roles and layouts call for attaches.  Read at START, under
+ * hooks_lock; 0444, so it cannot change while a recording reads it.
+ */
+static char *bench_hooks;
+module_param(bench_hooks, charp, 0444);
+MODULE_PARM_DESC(bench_hooks,
+		 "attach only these hooks (comma-separated names), to measure one hook's cost (benchmarks)");
+
+/* whether bench_hooks lets the hook named name attach */
+static bool bench_hook_allowed(const char *name)
+{
+	const char *p = bench_hooks;
+	size_t len = strlen(name);
+
+	if (!p || !*p)
+		return true;
+	while (*p) {
+		const char *end = strchrnul(p, ',');
+
+		if ((size_t)(end - p) == len && !strncmp(p, name, len))
+			return true;
+		p = *end ? end + 1 : end;
+	}
+	return false;
+}
+
 /* The layout groups START carried (NEEDS_* bits). */
 static u32 layout_have(void)
 {
@@ -227,7 +256,7 @@ static bool hook_stale(struct nvmetrace_hook *h)
 static bool hook_wanted(const struct nvmetrace_hook *h)
 {
 	return recording && h->name && (h->role & nvmetrace_cfg.role) &&
-	       (h->needs & layout_have()) == h->needs;
+	       (h->needs & layout_have()) == h->needs && bench_hook_allowed(h->name);
 }
 
 /* hooks_lock held */

@@ -12,6 +12,8 @@
 #   rec1     nvmetrace record -r host -r target -s 1          (d)
 #   rec<N>h, rec<N>t: record -r host (h) or -r target (t) only, -s N   (to split a cost)
 #   rec<N>[h|t]-notcp: the same with nvme_tcp's BTF hidden: no nvme-tcp transport hooks
+#   rec<N>[h|t]@HOOK[+HOOK...]: the same with only the named hooks attached (the module's
+#            bench_hooks parameter): what one hook site costs, beside rec<N> with them all
 #   rec<N>[h|t]-base: the same with the module built from tools/bench --base-kmod REV
 #            ($NVMETRACE_KO_BASE), recorded by the same tool: the module's cost, before
 #            and after, in one guest
@@ -77,11 +79,12 @@ echo "mode,round,case,qd,iops,ios,lat_mean_ns,runtime_ms,records,lost,win_ios,wi
 
 loaded() { [ -d /sys/module/nvmetrace ]; }
 # the module a case runs: the base one for a -base case; swapped when the other is loaded
+# load_ko KO [PARAM...]: KO loaded with those parameters (reloaded when it was not)
 LOADED_KO=""
 load_ko() {
-	if loaded && [ "$LOADED_KO" != "$1" ]; then rmmod nvmetrace || fail "rmmod failed"; fi
-	loaded || insmod "$1" || fail "insmod $1 failed"
-	LOADED_KO=$1
+	if loaded && [ "$LOADED_KO" != "$*" ]; then rmmod nvmetrace || fail "rmmod failed"; fi
+	loaded || insmod "$@" || fail "insmod $* failed"
+	LOADED_KO=$*
 }
 st() { "$NT" status --json | jq -r ".$1"; }
 
@@ -148,12 +151,13 @@ one_run() {
 	local d0 u0 c0 d1 u1 c1 roles
 	case $c in
 	none|ftrace|bpftrace|bpftrace-ev) ! loaded || rmmod nvmetrace || fail "rmmod failed" ;;
+	*@*) load_ko "$KO" "bench_hooks=$(tr + , <<<"${c#*@}")" ;;
 	*-base|*-base-*) load_ko "$KO_BASE" ;;
 	*) load_ko "$KO" ;;
 	esac
 	case $c in
 	rec*)
-		[[ $c =~ ^rec([0-9]+)([ht]?)(-notcp)?(-base)?(-z(-?[0-9]+))?$ ]] || fail "unknown case $c"
+		[[ $c =~ ^rec([0-9]+)([ht]?)(-notcp)?(-base)?(-z(-?[0-9]+))?(@[a-z0-9_+]+)?$ ]] || fail "unknown case $c"
 		local zstd=()
 		# -zN: the records compressed at zstd level N (record --zstd N)
 		[ -z "${BASH_REMATCH[6]}" ] || zstd=(--zstd "${BASH_REMATCH[6]}")
