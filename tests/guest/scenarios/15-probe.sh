@@ -6,7 +6,8 @@
 # and probe fails; nothing stays attached afterwards. The nvme-tcp send hooks are the
 # exact ones where the module has them, else their stand-in (inline / spare states). Without
 # CAP_SYS_ADMIN probe cannot START (it says so); status still works. nvme-core's and nvmet's
-# tracepoints are checked against BTF (btf_trace_*) for the arguments the probes take.
+# tracepoints are checked against BTF (btf_trace_*) for the arguments the probes take. A
+# module loaded with bench_hooks attaches only the hooks named, and probe says so and fails.
 # lane-timeout: 90
 . "$NVMETRACE_SRC/tests/guest/lib.sh"
 need_ko
@@ -64,6 +65,23 @@ grep -q 'CAP_SYS_ADMIN' "$RESULTS/no-sys-admin.txt" ||
 capsh --drop=cap_sys_admin -- -c "$NT status --json" | jq -e '.state == "idle"' >/dev/null ||
 	fail "status without CAP_SYS_ADMIN failed"
 $NT status --json | jq -e '.state == "idle"' >/dev/null || fail "probe left the module recording"
+rmmod nvmetrace || fail "rmmod failed"
+
+# a module loaded for a benchmark of single hook sites (bench_hooks): only the named hooks
+# attach, the others are said to be left off, and probe fails (a recording would miss them)
+insmod "$NVMETRACE_KO" bench_hooks=block_rq_issue,nvmet_req_init || fail "insmod with bench_hooks failed"
+if $NT probe -r host -r target >"$RESULTS/bench-hooks.txt"; then
+	cat "$RESULTS/bench-hooks.txt"; fail "probe passed with all but two hooks left off"
+fi
+cat "$RESULTS/bench-hooks.txt"
+for h in block_rq_issue nvmet_req_init; do
+	grep -qE "^  ok +$h " "$RESULTS/bench-hooks.txt" || fail "$h, named in bench_hooks, not attached"
+done
+for h in block_rq_complete nvme_setup_cmd nvmet_req_complete nvmet_bio_done; do
+	grep -qE "^  off +$h .*left off: the module was loaded with bench_hooks=block_rq_issue,nvmet_req_init" \
+		"$RESULTS/bench-hooks.txt" || fail "$h not said to be left off by bench_hooks"
+done
+[ "$(grep -cE '^  ok ' "$RESULTS/bench-hooks.txt")" = 2 ] || fail "more than the two named hooks attached"
 rmmod nvmetrace || fail "rmmod failed"
 
 insmod "$NVMETRACE_KO" probe_test_symbol=nvmetrace_no_such_function || fail "insmod with probe_test_symbol failed"

@@ -113,6 +113,9 @@ int run_probe(const ProbeOptions& opts) {
     }
 
     bool ok = start_error.empty() && (role != NVMETRACE_ROLE_TARGET || !start.layout.empty());
+    // a module loaded for a benchmark of one hook site attaches only those: a recording
+    // with it would miss the others, so probe fails and says why
+    const std::string bench_only = module_bench_hooks();
     for (uint32_t side : {NVMETRACE_ROLE_HOST, NVMETRACE_ROLE_TARGET}) {
         if (!(role & side))
             continue;
@@ -182,7 +185,14 @@ int run_probe(const ProbeOptions& opts) {
                 note = stale_note(h.name);
             else if (h.state == NVMETRACE_HOOK_FAILED)
                 note = fmt::format("attach failed: error {}", h.error);
-            fmt::print("  {:<6} {:<28} {:<10} {}\n", state_word(state), h.name,
+            else if (h.state == NVMETRACE_HOOK_DETACHED && !bench_only.empty())
+                note = fmt::format(
+                    "left off: the module was loaded with bench_hooks={} "
+                    "(reload it without)",
+                    bench_only);
+            const bool left_off = h.state == NVMETRACE_HOOK_DETACHED && !bench_only.empty();
+            ok = ok && !left_off;
+            fmt::print("  {:<6} {:<28} {:<10} {}\n", left_off ? "off" : state_word(state), h.name,
                        h.kind == NVMETRACE_HOOK_FTRACE   ? "ftrace"
                        : h.kind == NVMETRACE_HOOK_KPROBE ? "kprobe"
                                                          : "tracepoint",

@@ -544,6 +544,11 @@ int run_record(const RecordOptions& opts) {
     install_signals();
     genl.start(start);
     report_hooks(genl, opts.transport);
+    if (const std::string only = module_bench_hooks(); !only.empty())
+        fmt::print(stderr,
+                   "nvmetrace: the module was loaded with bench_hooks={}: only those hooks "
+                   "attach, and the recording misses the others' events (reload it without)\n",
+                   only);
     const uint64_t t0 = monotonic_ns();
     if (opts.command.empty())
         fmt::print("nvmetrace: profiling as {}, sampling {}, saving records; Ctrl-C to stop\n",

@@ -17,6 +17,7 @@
 #include <array>
 #include <cerrno>
 #include <exception>
+#include <fstream>
 #include <functional>
 
 #include <fmt/format.h>
@@ -157,6 +158,14 @@ std::string command_name(uint8_t cmd) {
         default:
             return fmt::format("command {}", cmd);
     }
+}
+
+std::string module_bench_hooks(const std::string& sysfs_param) {
+    std::ifstream in(sysfs_param);
+    std::string v;
+    if (!in || !std::getline(in, v) || v == "(null)")
+        return {};
+    return v;
 }
 
 std::string genl_error_message(uint8_t cmd, int err, const std::string& ext_msg) {

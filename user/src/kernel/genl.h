@@ -214,4 +214,10 @@ std::string command_name(uint8_t cmd);
 // for tests.
 std::string genl_error_message(uint8_t cmd, int err, const std::string& ext_msg);
 
+// The hooks the loaded module lets attach when it was loaded with the benchmark
+// parameter bench_hooks (its comma-separated names), or "" when it was not (or
+// when no module is loaded).  sysfs_param: the parameter's file, for tests.
+std::string module_bench_hooks(
+    const std::string& sysfs_param = "/sys/module/nvmetrace/parameters/bench_hooks");
+
 }  // namespace nvmetrace

@@ -458,5 +458,14 @@ TEST(Genl, LayoutGivenWhileRecordingAttachesAModuleLoadedSinceStart) {
     EXPECT_EQ(client.stop(), State::kIdle);
 }
 
+TEST(Genl, BenchHooksParameterAsTheModuleShowsIt) {
+    const std::string f = testing::TempDir() + "/bench_hooks";
+    EXPECT_EQ(module_bench_hooks(f + ".absent"), "");  // no module, or one without it
+    std::ofstream(f) << "(null)\n";                    // loaded without it: charp unset
+    EXPECT_EQ(module_bench_hooks(f), "");
+    std::ofstream(f) << "block_rq_issue,nvmet_req_init\n";
+    EXPECT_EQ(module_bench_hooks(f), "block_rq_issue,nvmet_req_init");
+}
+
 }  // namespace
 }  // namespace nvmetrace
