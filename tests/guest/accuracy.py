@@ -62,7 +62,9 @@ GOAL = 0.02             # (e2e + fio's own + edges) / lat within 1 +- GOAL
 # the last try (a cell further off is taken again after measuring anew, so that a model
 # stretched far from where it was measured rarely decides), STEADY on the last
 # (ACCURACY_LAST_TRY=1). Once, at 1.46, the scaled ratio was 1.021 and the unscaled 1.002.
-NEAR = (0.75, 1.33)
+# QD1 4k 1-of-10 cells on 6.12: 0.997-0.999 at 1.18, 0.993 at 1.24, 0.984 at 1.27 and 0.977
+# at 1.28: past ~1.2 the scaled model drifts by percents, so such a cell is taken again
+NEAR = (0.75, 1.2)
 STEADY = (0.5, 2.0)
 if os.environ.get("ACCURACY_LAST_TRY") != "1":
     STEADY = NEAR
