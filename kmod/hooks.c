@@ -122,6 +122,50 @@ module_param(bench_hooks, charp, 0444);
 MODULE_PARM_DESC(bench_hooks,
 		 "attach only these hooks (comma-separated names), to measure one hook's cost (benchmarks)");
 
+/*
+ * Attached hooks run handlers that do nothing (and a kretprobe's entry asks
+ * for no return probe, as it does while nothing sampled is in flight), so a
+ * benchmark reads what the attach mechanism alone costs beside the full
+ * handlers (tools/bench's rec...-nop cases).  Not for recording: nothing is
+ * emitted.  A tracepoint's no-op takes only the probe's data argument, as
+ * every x86-64 caller passes it first; a kernel with kCFI would refuse the
+ * call, and Debian's are built without it.
+ */
+static bool bench_nop;
+module_param(bench_nop, bool, 0444);
+MODULE_PARM_DESC(bench_nop,
+		 "hooks attach with handlers that do nothing, to measure the attach mechanism (benchmarks)");
+
+static void nop_tp_probe(void *data)
+{
+}
+
+static int nop_pre(struct kprobe *kp, struct pt_regs *regs)
+{
+	return 0;
+}
+
+static int nop_ret_entry(struct kretprobe_instance *ri, struct pt_regs *regs)
+{
+	return 1;	/* no return probe */
+}
+
+static int nop_ret(struct kretprobe_instance *ri, struct pt_regs *regs)
+{
+	return 0;
+}
+
+/* h's handlers as attached: its own, or bench_nop's (constant while loaded) */
+static void *hook_tp_probe(const struct nvmetrace_hook *h)
+{
+	return bench_nop ? (void *)nop_tp_probe : h->probe;
+}
+
+static kprobe_pre_handler_t hook_pre(const struct nvmetrace_hook *h)
+{
+	return bench_nop ? nop_pre : h->pre;
+}
+
 /* whether bench_hooks lets the hook named name attach */
 static bool bench_hook_allowed(const char *name)
 {
@@ -266,7 +310,7 @@ static void tp_attach(struct nvmetrace_hook *h, struct tracepoint *tp)
 
 	if (h->state == NVMETRACE_HOOK_ATTACHED)
 		return;
-	ret = tracepoint_probe_register(tp, h->probe, NULL);
+	ret = tracepoint_probe_register(tp, hook_tp_probe(h), NULL);
 	if (ret) {
 		h->state = NVMETRACE_HOOK_FAILED;
 		h->err = ret;
@@ -281,7 +325,7 @@ static void tp_attach(struct nvmetrace_hook *h, struct tracepoint *tp)
 static void tp_detach(struct nvmetrace_hook *h)
 {
 	if (h->state == NVMETRACE_HOOK_ATTACHED)
-		tracepoint_probe_unregister(h->tp, h->probe, NULL);
+		tracepoint_probe_unregister(h->tp, hook_tp_probe(h), NULL);
 	h->tp = NULL;
 }
 
@@ -323,15 +367,15 @@ static void kp_register(struct nvmetrace_hook *h)
 	if (h->ret) {
 		memset(&h->krp, 0, sizeof(h->krp));
 		h->krp.kp.symbol_name = h->name;
-		h->krp.entry_handler = h->ret_entry;
-		h->krp.handler = h->ret;
+		h->krp.entry_handler = bench_nop ? nop_ret_entry : h->ret_entry;
+		h->krp.handler = bench_nop ? nop_ret : h->ret;
 		h->krp.data_size = h->ret_data;
 		h->krp.maxactive = h->ret_maxactive;
 		ret = register_kretprobe(&h->krp);
 	} else {
 		memset(&h->kp, 0, sizeof(h->kp));
 		h->kp.symbol_name = h->name;
-		h->kp.pre_handler = h->pre;
+		h->kp.pre_handler = hook_pre(h);
 		ret = register_kprobe(&h->kp);
 	}
 	if (ret)
@@ -387,7 +431,7 @@ static void kp_attach_set(struct nvmetrace_hook **hs, unsigned int n)
 		}
 		memset(&h->kp, 0, sizeof(h->kp));
 		h->kp.symbol_name = h->name;
-		h->kp.pre_handler = h->pre;
+		h->kp.pre_handler = hook_pre(h);
 		h->kp.flags = KPROBE_FLAG_DISABLED;
 		ret = register_kprobe(&h->kp);
 		if (ret) {
@@ -400,7 +444,7 @@ static void kp_attach_set(struct nvmetrace_hook **hs, unsigned int n)
 			continue;
 		}
 		h->fh.ip = (unsigned long)h->kp.addr;
-		h->fh.pre = h->pre;
+		h->fh.pre = hook_pre(h);
 		set_hooks[nf] = h;
 		set_fhooks[nf++] = &h->fh;
 	}

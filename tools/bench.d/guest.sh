@@ -14,6 +14,8 @@
 #   rec<N>[h|t]-notcp: the same with nvme_tcp's BTF hidden: no nvme-tcp transport hooks
 #   rec<N>[h|t]@HOOK[+HOOK...]: the same with only the named hooks attached (the module's
 #            bench_hooks parameter): what one hook site costs, beside rec<N> with them all
+#   rec<N>[h|t]-nop[@HOOK...]: the same with the hooks' handlers doing nothing (the module's
+#            bench_nop parameter): what the attach mechanism alone costs
 #   rec<N>[h|t]-base: the same with the module built from tools/bench --base-kmod REV
 #            ($NVMETRACE_KO_BASE), recorded by the same tool: the module's cost, before
 #            and after, in one guest
@@ -147,20 +149,26 @@ WINDOW=$(awk -v s="$SECONDS_RUN" 'BEGIN{w=s-0.5; if (w<0.5) w=s/2; print w}')
 
 # one_run ROUND CASE QD
 one_run() {
-	local round=$1 c=$2 qd=$3 name="r$1-$2-qd$3" rec="" r0=0 l0=0 recs="" lost="" out n
+	local round=$1 c=$2 qd=$3 tag=$2 rec="" r0=0 l0=0 recs="" lost="" out n name
+	# a case's tag in file names: a long @HOOK list is named by a digest of the case (a file
+	# name has at most 255 bytes)
+	[ ${#tag} -le 96 ] || tag="${c%%@*}@$(sha1sum <<<"$c" | cut -c1-12)"
+	name="r$round-$tag-qd$qd"
 	local d0 u0 c0 d1 u1 c1 roles
+	local params=()
+	[[ $c != *@* ]] || params+=("bench_hooks=$(tr + , <<<"${c#*@}")")
+	[[ $c != *-nop* ]] || params+=(bench_nop=1)
 	case $c in
 	none|ftrace|bpftrace|bpftrace-ev) ! loaded || rmmod nvmetrace || fail "rmmod failed" ;;
-	*@*) load_ko "$KO" "bench_hooks=$(tr + , <<<"${c#*@}")" ;;
-	*-base|*-base-*) load_ko "$KO_BASE" ;;
-	*) load_ko "$KO" ;;
+	*-base|*-base-*|*-base@*) load_ko "$KO_BASE" "${params[@]}" ;;
+	*) load_ko "$KO" "${params[@]}" ;;
 	esac
 	case $c in
 	rec*)
-		[[ $c =~ ^rec([0-9]+)([ht]?)(-notcp)?(-base)?(-z(-?[0-9]+))?(@[a-z0-9_+]+)?$ ]] || fail "unknown case $c"
+		[[ $c =~ ^rec([0-9]+)([ht]?)(-notcp)?(-base)?(-nop)?(-z(-?[0-9]+))?(@[a-z0-9_+]+)?$ ]] || fail "unknown case $c"
 		local zstd=()
 		# -zN: the records compressed at zstd level N (record --zstd N)
-		[ -z "${BASH_REMATCH[6]}" ] || zstd=(--zstd "${BASH_REMATCH[6]}")
+		[ -z "${BASH_REMATCH[7]}" ] || zstd=(--zstd "${BASH_REMATCH[7]}")
 		# -notcp: nvme_tcp's BTF hidden from the tool, so it leaves the transport hooks off
 		[ -z "${BASH_REMATCH[3]}" ] || mount --bind /dev/null /sys/kernel/btf/nvme_tcp ||
 			fail "cannot hide /sys/kernel/btf/nvme_tcp"
@@ -176,14 +184,14 @@ one_run() {
 		recorder_wait "$out" "$name"
 		! mountpoint -q /sys/kernel/btf/nvme_tcp || umount /sys/kernel/btf/nvme_tcp
 		# what is attached while recording (once per case)
-		[ -f "$RESULTS/hooks-$c.txt" ] || {
+		[ -f "$RESULTS/hooks-$tag.txt" ] || {
 			echo "# kprobes (/sys/kernel/debug/kprobes/list)"
 			cat /sys/kernel/debug/kprobes/list 2>&1
 			echo "# ftrace-hooked functions ($T/enabled_functions)"
 			cat $T/enabled_functions 2>&1
 			echo "# nvmetrace status"
 			"$NT" status 2>&1
-		} >"$RESULTS/hooks-$c.txt"
+		} >"$RESULTS/hooks-$tag.txt"
 		;;
 	ftrace) ftrace_on ;;
 	bpftrace) bpftrace_on "$name" percmd.bt; rec=$BT ;;

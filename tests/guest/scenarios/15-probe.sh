@@ -7,8 +7,10 @@
 # exact ones where the module has them, else their stand-in (inline / spare states). Without
 # CAP_SYS_ADMIN probe cannot START (it says so); status still works. nvme-core's and nvmet's
 # tracepoints are checked against BTF (btf_trace_*) for the arguments the probes take. A
-# module loaded with bench_hooks attaches only the hooks named, and probe says so and fails.
-# lane-timeout: 90
+# module loaded with bench_hooks attaches only the hooks named, and probe says so and fails; one
+# loaded with bench_nop attaches every hook with a handler that does nothing, which runs under
+# fio; probe fails, record warns.
+# lane-timeout: 150
 . "$NVMETRACE_SRC/tests/guest/lib.sh"
 need_ko
 need_bin
@@ -82,6 +84,33 @@ for h in block_rq_complete nvme_setup_cmd nvmet_req_complete nvmet_bio_done; do
 		"$RESULTS/bench-hooks.txt" || fail "$h not said to be left off by bench_hooks"
 done
 [ "$(grep -cE '^  ok ' "$RESULTS/bench-hooks.txt")" = 2 ] || fail "more than the two named hooks attached"
+rmmod nvmetrace || fail "rmmod failed"
+
+# a module loaded for a benchmark of the attach mechanism (bench_nop): every hook attaches with
+# a handler that does nothing; probe says so and fails, record warns and its recording holds
+# nothing, and the no-op handlers run under I/O through every kind of hook (tracepoints, the
+# ftrace ops, the do_io_getevents kretprobe) without harm
+insmod "$NVMETRACE_KO" bench_nop=1 || fail "insmod with bench_nop failed"
+if $NT probe -r host -r target >"$RESULTS/bench-nop.txt"; then
+	cat "$RESULTS/bench-nop.txt"; fail "probe passed with hooks that record nothing"
+fi
+cat "$RESULTS/bench-nop.txt"
+grep -q 'the module was loaded with bench_nop: its hooks record nothing' "$RESULTS/bench-nop.txt" ||
+	fail "probe did not say the module was loaded with bench_nop"
+for h in block_rq_issue nvmet_req_init blkdev_read_iter do_io_getevents; do
+	grep -qE "^  ok +$h " "$RESULTS/bench-nop.txt" || fail "$h not attached with bench_nop"
+done
+$NT record -r host -r target -s 1 -o /tmp/nop.ntr >/tmp/nop.out 2>&1 &
+rec=$!
+recorder_wait /tmp/nop.out bench_nop
+run_fio nop --filename="/dev/$dev" --ioengine=libaio --direct=1 --rw=randrw --bs=4k --iodepth=4 \
+	--size=64m --io_size=8m || fail "fio with bench_nop hooks failed"
+kill -INT $rec
+wait $rec || { cat /tmp/nop.out; fail "record with bench_nop failed"; }
+cp /tmp/nop.out "$RESULTS/nop-record.out"
+grep -q 'loaded with bench_nop: its hooks attach with handlers that do nothing' /tmp/nop.out ||
+	{ cat /tmp/nop.out; fail "record did not warn of bench_nop"; }
+[ "$($NT status --json | jq .records)" = 0 ] || fail "the bench_nop module wrote records"
 rmmod nvmetrace || fail "rmmod failed"
 
 insmod "$NVMETRACE_KO" probe_test_symbol=nvmetrace_no_such_function || fail "insmod with probe_test_symbol failed"

@@ -204,6 +204,13 @@ int run_probe(const ProbeOptions& opts) {
     }
     if (!start_error.empty())
         fmt::print("  {}\n", start_error);
+    // loaded for a benchmark of the attach mechanism: the hooks attach, and record nothing
+    if (module_bench_nop()) {
+        fmt::print(
+            "  the module was loaded with bench_nop: its hooks record nothing "
+            "(reload it without)\n");
+        ok = false;
+    }
     fmt::print("  load: {}\n", ok ? "ok" : "FAILED");
     return ok && spdk_ok ? 0 : 1;
 }

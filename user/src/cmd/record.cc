@@ -549,6 +549,11 @@ int run_record(const RecordOptions& opts) {
                    "nvmetrace: the module was loaded with bench_hooks={}: only those hooks "
                    "attach, and the recording misses the others' events (reload it without)\n",
                    only);
+    if (module_bench_nop())
+        fmt::print(stderr,
+                   "nvmetrace: the module was loaded with bench_nop: its hooks attach with "
+                   "handlers that do nothing, and the recording holds no command (reload it "
+                   "without)\n");
     const uint64_t t0 = monotonic_ns();
     if (opts.command.empty())
         fmt::print("nvmetrace: profiling as {}, sampling {}, saving records; Ctrl-C to stop\n",

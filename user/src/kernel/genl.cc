@@ -168,6 +168,12 @@ std::string module_bench_hooks(const std::string& sysfs_param) {
     return v;
 }
 
+bool module_bench_nop(const std::string& sysfs_param) {
+    std::ifstream in(sysfs_param);
+    std::string v;
+    return in && std::getline(in, v) && v == "Y";
+}
+
 std::string genl_error_message(uint8_t cmd, int err, const std::string& ext_msg) {
     const std::string name = command_name(cmd);
     const char* desc = strerrordesc_np(err);

@@ -220,4 +220,10 @@ std::string genl_error_message(uint8_t cmd, int err, const std::string& ext_msg)
 std::string module_bench_hooks(
     const std::string& sysfs_param = "/sys/module/nvmetrace/parameters/bench_hooks");
 
+// Whether the loaded module was loaded with the benchmark parameter bench_nop:
+// its hooks attach with handlers that do nothing, so a recording holds no
+// command.  false when it was not (or when no module is loaded).
+bool module_bench_nop(
+    const std::string& sysfs_param = "/sys/module/nvmetrace/parameters/bench_nop");
+
 }  // namespace nvmetrace

@@ -467,5 +467,14 @@ TEST(Genl, BenchHooksParameterAsTheModuleShowsIt) {
     EXPECT_EQ(module_bench_hooks(f), "block_rq_issue,nvmet_req_init");
 }
 
+TEST(Genl, BenchNopParameterAsTheModuleShowsIt) {
+    const std::string f = testing::TempDir() + "/bench_nop";
+    EXPECT_FALSE(module_bench_nop(f + ".absent"));  // no module, or one without it
+    std::ofstream(f) << "N\n";                      // a bool parameter, unset
+    EXPECT_FALSE(module_bench_nop(f));
+    std::ofstream(f) << "Y\n";
+    EXPECT_TRUE(module_bench_nop(f));
+}
+
 }  // namespace
 }  // namespace nvmetrace
