@@ -45,6 +45,38 @@ struct nvmetrace_config nvmetrace_cfg;
 u64 nvmetrace_sample_threshold;
 bool nvmetrace_emitting;
 
+/*
+ * The probes' one way into the ring (probes/probe.h).  notrace: it runs
+ * inside hooks, where the function tracer would only add to their cost.
+ */
+notrace noinline void nvmetrace_emit(u16 event, u64 lba, u32 dev, u32 len,
+				     u16 qid, u16 cid, u16 tag, u16 cntlid,
+				     u8 opcode, u8 flags, u64 aux)
+{
+	unsigned long irqflags;
+	struct nvmetrace_rec *r;
+
+	if (unlikely(!READ_ONCE(nvmetrace_emitting)))
+		return;
+	r = nvmetrace_ring_local_reserve(&irqflags);
+	if (!r)
+		return;		/* ring full: counted in its lost counter */
+	/* taken inside the reserve, so a ring's records are in time order */
+	r->ts = ktime_get_ns();
+	r->lba = lba;
+	r->aux = aux;
+	r->dev = dev;
+	r->len = len;
+	r->event = event;
+	r->qid = qid;
+	r->cid = cid;
+	r->tag = tag;
+	r->cntlid = cntlid;
+	r->opcode = opcode;
+	r->flags = flags;
+	nvmetrace_ring_local_commit(r, irqflags);
+}
+
 /* Serializes START/STOP against each other and against module notifiers. */
 static DEFINE_MUTEX(hooks_lock);
 static bool recording;

@@ -245,12 +245,12 @@ static __always_inline void file_submit(struct pt_regs *regs, u8 op)
 		iface = NVMETRACE_IFACE_SYNC;
 		since = submit_since();
 	}
-	emit(NVMETRACE_EV_FILE_SUBMIT, lba, dev, iov_iter_count(iter), 0, iface,
-	     path, 0, op, op == nvme_cmd_write ? NVMETRACE_REC_WRITE : 0,
-	     uaux(current->pid, since));
+	nvmetrace_emit(NVMETRACE_EV_FILE_SUBMIT, lba, dev, iov_iter_count(iter), 0, iface,
+		       path, 0, op, op == nvme_cmd_write ? NVMETRACE_REC_WRITE : 0,
+		       uaux(current->pid, since));
 	if (wq_queued)
-		emit(NVMETRACE_EV_URING_WQ, lba, dev, 0, 0, 0, 0, 0, op,
-		     op == nvme_cmd_write ? NVMETRACE_REC_WRITE : 0, wq_queued);
+		nvmetrace_emit(NVMETRACE_EV_URING_WQ, lba, dev, 0, 0, 0, 0, 0, op,
+			       op == nvme_cmd_write ? NVMETRACE_REC_WRITE : 0, wq_queued);
 }
 
 /* kprobes at blkdev_read_iter/blkdev_write_iter(struct kiocb *, struct iov_iter *) */
@@ -326,9 +326,9 @@ static int krp_sync_return(struct kretprobe_instance *ri, struct pt_regs *regs)
 
 	if (unlikely(!READ_ONCE(nvmetrace_emitting)))
 		return 0;
-	emit(NVMETRACE_EV_SYNC_RETURN, sync->lba, sync->dev,
-	     ret > 0 ? (u32)min_t(long, ret, U32_MAX) : 0, 0, 0, 0, 0, sync->op,
-	     sync->op == nvme_cmd_write ? NVMETRACE_REC_WRITE : 0, uaux(current->pid, 0));
+	nvmetrace_emit(NVMETRACE_EV_SYNC_RETURN, sync->lba, sync->dev,
+		       ret > 0 ? (u32)min_t(long, ret, U32_MAX) : 0, 0, 0, 0, 0, sync->op,
+		       sync->op == nvme_cmd_write ? NVMETRACE_REC_WRITE : 0, uaux(current->pid, 0));
 	return 0;
 }
 
@@ -352,8 +352,8 @@ static int kp_aio_complete(struct kprobe *kp, struct pt_regs *regs)
 	if (!nvmetrace_file_lba(file, pos, &dev, &lba) || !nvmetrace_sampled(lba))
 		return 0;
 	op = (iocb->ki_flags & IOCB_WRITE) ? nvme_cmd_write : nvme_cmd_read;
-	emit(NVMETRACE_EV_AIO_COMPLETE, lba, dev, res > 0 ? res : 0, 0, 0, 0, 0,
-	     op, op == nvme_cmd_write ? NVMETRACE_REC_WRITE : 0, (u64)res);
+	nvmetrace_emit(NVMETRACE_EV_AIO_COMPLETE, lba, dev, res > 0 ? res : 0, 0, 0, 0, 0,
+		       op, op == nvme_cmd_write ? NVMETRACE_REC_WRITE : 0, (u64)res);
 	return 0;
 }
 
@@ -391,9 +391,9 @@ static int krp_reap_return(struct kretprobe_instance *ri, struct pt_regs *regs)
 		if (cmpxchg(&u->uptr, ev.obj, 0) != ev.obj)
 			continue;	/* taken over by another command meanwhile */
 		atomic_dec(&uiocbs_live.n);
-		emit(NVMETRACE_EV_AIO_REAP, lba, dev, 0, 0, 0, 0, 0, op,
-		     op == nvme_cmd_write ? NVMETRACE_REC_WRITE : 0,
-		     uaux(current->pid, ret));
+		nvmetrace_emit(NVMETRACE_EV_AIO_REAP, lba, dev, 0, 0, 0, 0, 0, op,
+			       op == nvme_cmd_write ? NVMETRACE_REC_WRITE : 0,
+			       uaux(current->pid, ret));
 	}
 	return 0;
 }

@@ -40,10 +40,10 @@ static void probe_bio_queue(void *data, struct bio *bio)
 	lba = sector_to_lba(disk->queue, bio->bi_iter.bi_sector);
 	if (!nvmetrace_sampled(lba))
 		return;
-	emit(NVMETRACE_EV_BIO_QUEUE, lba, dev, bio->bi_iter.bi_size, 0, 0, 0,
-	     0, op, op == nvme_cmd_write ? NVMETRACE_REC_WRITE : 0,
-	     (u64)(u32)current->pid |
-	     ((current->flags & PF_KTHREAD) ? NVMETRACE_BIO_KTHREAD : 0));
+	nvmetrace_emit(NVMETRACE_EV_BIO_QUEUE, lba, dev, bio->bi_iter.bi_size, 0, 0, 0,
+		       0, op, op == nvme_cmd_write ? NVMETRACE_REC_WRITE : 0,
+		       (u64)(u32)current->pid |
+		       ((current->flags & PF_KTHREAD) ? NVMETRACE_BIO_KTHREAD : 0));
 }
 
 static void probe_rq_insert(void *data, struct request *rq)

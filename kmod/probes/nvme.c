@@ -72,12 +72,12 @@ static void probe_nvme_setup(void *data, struct request *rq,
 		nvmetrace_uring_pt_setup(READ_ONCE(rq->end_io_data), lba, dev,
 					 blk_rq_bytes(rq), op);
 	}
-	emit(NVMETRACE_EV_NVME_SETUP, lba, dev, blk_rq_bytes(rq), rq_qid(rq),
-	     cmd->common.command_id, (u16)rq->tag, 0, op,
-	     NVMETRACE_REC_HAS_QID | NVMETRACE_REC_HAS_CID |
-	     (blk_rq_is_passthrough(rq) ? NVMETRACE_REC_PASSTHRU : 0) |
-	     (op == nvme_cmd_write ? NVMETRACE_REC_WRITE : 0),
-	     le32_to_cpu(cmd->common.nsid));
+	nvmetrace_emit(NVMETRACE_EV_NVME_SETUP, lba, dev, blk_rq_bytes(rq), rq_qid(rq),
+		       cmd->common.command_id, (u16)rq->tag, 0, op,
+		       NVMETRACE_REC_HAS_QID | NVMETRACE_REC_HAS_CID |
+		       (blk_rq_is_passthrough(rq) ? NVMETRACE_REC_PASSTHRU : 0) |
+		       (op == nvme_cmd_write ? NVMETRACE_REC_WRITE : 0),
+		       le32_to_cpu(cmd->common.nsid));
 }
 
 /* START: no hook runs; the last recording's notes are not this one's */

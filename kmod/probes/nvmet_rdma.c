@@ -51,12 +51,12 @@ static __always_inline void rdmat_event(u16 event, const void *sq,
 		return;
 	ctrl = FIELD_AT(const void *, sq, nvmetrace_cfg.layout.sq_ctrl);
 	cntlid = ctrl ? FIELD_AT(u16, ctrl, nvmetrace_cfg.layout.ctrl_cntlid) : 0;
-	emit(event, lba, 0, le16_to_cpu(cmd->rw.length) + 1, qid,
-	     cmd->common.command_id, 0, cntlid, op,
-	     NVMETRACE_REC_HAS_QID | NVMETRACE_REC_HAS_CID |
-	     NVMETRACE_REC_LEN_BLOCKS |
-	     (op == nvme_cmd_write ? NVMETRACE_REC_WRITE : 0),
-	     le32_to_cpu(cmd->common.nsid));
+	nvmetrace_emit(event, lba, 0, le16_to_cpu(cmd->rw.length) + 1, qid,
+		       cmd->common.command_id, 0, cntlid, op,
+		       NVMETRACE_REC_HAS_QID | NVMETRACE_REC_HAS_CID |
+		       NVMETRACE_REC_LEN_BLOCKS |
+		       (op == nvme_cmd_write ? NVMETRACE_REC_WRITE : 0),
+		       le32_to_cpu(cmd->common.nsid));
 }
 
 /* The nvmet_req inside the response context whose ib_cqe at cqe_off is cqe. */

@@ -201,33 +201,14 @@ static __always_inline u64 nvmetrace_owned_ts_get(const struct nvmetrace_owned_t
 
 /* ---------------------------------------------------------------- emit */
 
-static __always_inline void emit(u16 event, u64 lba, u32 dev, u32 len,
-				 u16 qid, u16 cid, u16 tag, u16 cntlid,
-				 u8 opcode, u8 flags, u64 aux)
-{
-	unsigned long irqflags;
-	struct nvmetrace_rec *r;
-
-	if (unlikely(!READ_ONCE(nvmetrace_emitting)))
-		return;
-	r = nvmetrace_ring_local_reserve(&irqflags);
-	if (!r)
-		return;		/* ring full: counted in its lost counter */
-	/* taken inside the reserve, so a ring's records are in time order */
-	r->ts = ktime_get_ns();
-	r->lba = lba;
-	r->aux = aux;
-	r->dev = dev;
-	r->len = len;
-	r->event = event;
-	r->qid = qid;
-	r->cid = cid;
-	r->tag = tag;
-	r->cntlid = cntlid;
-	r->opcode = opcode;
-	r->flags = flags;
-	nvmetrace_ring_local_commit(r, irqflags);
-}
+/*
+ * One record into this CPU's ring (hooks.c).  Out of line: a handler's
+ * common path is a command that is not sampled, and with the ring write
+ * inlined it would save and restore the registers the write needs on every
+ * hit, sampled or not.
+ */
+void nvmetrace_emit(u16 event, u64 lba, u32 dev, u32 len, u16 qid, u16 cid,
+		    u16 tag, u16 cntlid, u8 opcode, u8 flags, u64 aux);
 
 /*
  * A private field: its offset comes from BTF through user space (struct
@@ -371,10 +352,10 @@ static __always_inline void rq_event(u16 event, struct request *rq, u64 aux, boo
 		return;
 	if (!sampled && !nvmetrace_sampled(lba))
 		return;
-	emit(event, lba, dev, blk_rq_bytes(rq), rq_qid(rq), 0, (u16)rq->tag, 0,
-	     op, NVMETRACE_REC_HAS_QID |
-	     (blk_rq_is_passthrough(rq) ? NVMETRACE_REC_PASSTHRU : 0) |
-	     (op == nvme_cmd_write ? NVMETRACE_REC_WRITE : 0), aux);
+	nvmetrace_emit(event, lba, dev, blk_rq_bytes(rq), rq_qid(rq), 0, (u16)rq->tag, 0,
+		       op, NVMETRACE_REC_HAS_QID |
+		       (blk_rq_is_passthrough(rq) ? NVMETRACE_REC_PASSTHRU : 0) |
+		       (op == nvme_cmd_write ? NVMETRACE_REC_WRITE : 0), aux);
 }
 
 static __always_inline void host_rq_event(u16 event, struct request *rq, u64 aux)
@@ -457,11 +438,11 @@ static __always_inline void req_cmd_event(u16 event, const void *req,
 	ctrl = FIELD_AT(const void *, sq, l->sq_ctrl);
 	cntlid = ctrl ? FIELD_AT(u16, ctrl, l->ctrl_cntlid) : 0;
 	/* nvmet's namespace block size is private: len counts blocks */
-	emit(event, lba, 0, le16_to_cpu(cmd->rw.length) + 1, qid,
-	     cmd->common.command_id, 0, cntlid, op,
-	     NVMETRACE_REC_HAS_QID | NVMETRACE_REC_HAS_CID |
-	     NVMETRACE_REC_LEN_BLOCKS |
-	     (op == nvme_cmd_write ? NVMETRACE_REC_WRITE : 0), aux);
+	nvmetrace_emit(event, lba, 0, le16_to_cpu(cmd->rw.length) + 1, qid,
+		       cmd->common.command_id, 0, cntlid, op,
+		       NVMETRACE_REC_HAS_QID | NVMETRACE_REC_HAS_CID |
+		       NVMETRACE_REC_LEN_BLOCKS |
+		       (op == nvme_cmd_write ? NVMETRACE_REC_WRITE : 0), aux);
 }
 
 static __always_inline void target_event(u16 event, const void *req,
