@@ -3,6 +3,9 @@
 #
 #   guest.sh MODE SECONDS RAMP ROUNDS "QDS" "CASES" [ENGINE]
 #
+# ENGINE micro (tools/bench --micro): no fio; per round and case, tests/hookloop's system calls
+# in a loop (micro_run), into $RESULTS/micro.csv.
+#
 # One guest, one nvme-tcp loopback namespace on null_blk; every case runs in the same guest,
 # in interleaved rounds (round 1: every case, then round 2: every case, ...) so slow drift
 # cancels out. Cases:
@@ -147,14 +150,15 @@ sample() {
 }
 WINDOW=$(awk -v s="$SECONDS_RUN" 'BEGIN{w=s-0.5; if (w<0.5) w=s/2; print w}')
 
-# one_run ROUND CASE QD
-one_run() {
-	local round=$1 c=$2 qd=$3 tag=$2 rec="" r0=0 l0=0 recs="" lost="" out n name
+# case_start ROUND CASE NAME-SUFFIX: the module loaded as CASE asks, and its recorder or tracer
+# started; sets NAME (the run's name in file names), REC (the recorder's or tracer's pid, "" for
+# none), and for a recording R0/L0 (the module's counters) and OUT (its output file)
+case_start() {
+	local round=$1 c=$2 tag=$2 roles
 	# a case's tag in file names: a long @HOOK list is named by a digest of the case (a file
 	# name has at most 255 bytes)
 	[ ${#tag} -le 96 ] || tag="${c%%@*}@$(sha1sum <<<"$c" | cut -c1-12)"
-	name="r$round-$tag-qd$qd"
-	local d0 u0 c0 d1 u1 c1 roles
+	NAME="r$round-$tag$3" REC="" R0=0 L0=0 OUT=""
 	local params=()
 	[[ $c != *@* ]] || params+=("bench_hooks=$(tr + , <<<"${c#*@}")")
 	[[ $c != *-nop* ]] || params+=(bench_nop=1)
@@ -177,11 +181,11 @@ one_run() {
 		t) roles=(-r target) ;;
 		*) roles=(-r host -r target) ;;
 		esac
-		r0=$(st records) l0=$(st lost)
-		out=$RESULTS/runs/$name.record
-		"$NT" record "${roles[@]}" -s "${BASH_REMATCH[1]}" "${zstd[@]}" -o "/tmp/$name.ntr" >"$out" 2>&1 &
-		rec=$!
-		recorder_wait "$out" "$name"
+		R0=$(st records) L0=$(st lost)
+		OUT=$RESULTS/runs/$NAME.record
+		"$NT" record "${roles[@]}" -s "${BASH_REMATCH[1]}" "${zstd[@]}" -o "/tmp/$NAME.ntr" >"$OUT" 2>&1 &
+		REC=$!
+		recorder_wait "$OUT" "$NAME"
 		! mountpoint -q /sys/kernel/btf/nvme_tcp || umount /sys/kernel/btf/nvme_tcp
 		# what is attached while recording (once per case)
 		[ -f "$RESULTS/hooks-$tag.txt" ] || {
@@ -194,11 +198,38 @@ one_run() {
 		} >"$RESULTS/hooks-$tag.txt"
 		;;
 	ftrace) ftrace_on ;;
-	bpftrace) bpftrace_on "$name" percmd.bt; rec=$BT ;;
-	bpftrace-ev) bpftrace_on "$name" perevent.bt; rec=$BT ;;
+	bpftrace) bpftrace_on "$NAME" percmd.bt; REC=$BT ;;
+	bpftrace-ev) bpftrace_on "$NAME" perevent.bt; REC=$BT ;;
 	none|idle) ;;
 	*) fail "unknown case $c" ;;
 	esac
+}
+
+# case_stop CASE: its recorder or tracer stopped; sets RECS and LOST (records or events written
+# and lost while it ran; "" for a case without)
+case_stop() {
+	local n
+	RECS="" LOST=""
+	case $1 in
+	rec*)
+		kill -INT "$REC"
+		wait "$REC" || { cat "$OUT"; fail "$NAME: nvmetrace record failed"; }
+		RECS=$(( $(st records) - R0 )) LOST=$(( $(st lost) - L0 ))
+		n=$(sed -n 's/.*(\([0-9]*\) records) written.*/\1/p' "$OUT")
+		log "$NAME: module wrote $RECS records ($LOST lost); file has ${n:-?}"
+		rm -f "/tmp/$NAME.ntr"
+		;;
+	ftrace) read -r RECS LOST < <(ftrace_off) ;;
+	bpftrace|bpftrace-ev) bpftrace_off "$NAME"; RECS=$BT_EVENTS LOST=$BT_LOST ;;
+	esac
+}
+
+# one_run ROUND CASE QD
+one_run() {
+	local round=$1 c=$2 qd=$3 n name
+	local d0 u0 c0 d1 u1 c1
+	case_start "$round" "$c" "-qd$qd"
+	name=$NAME
 	sample
 	d0=$S_READS
 	run_fio_bg "runs/$name" --filename="/dev/$dev" --ioengine="$ENGINE" --direct=1 --rw=randread --bs=4k \
@@ -209,34 +240,46 @@ one_run() {
 		nap 0.01
 	done
 	nap "$RAMP"
-	sample "$rec"; d0=$S_READS u0=$S_NS c0=$S_CPU
+	sample "$REC"; d0=$S_READS u0=$S_NS c0=$S_CPU
 	nap "$WINDOW"
-	sample "$rec"; d1=$S_READS u1=$S_NS c1=$S_CPU
+	sample "$REC"; d1=$S_READS u1=$S_NS c1=$S_CPU
 	wait "$FIO_PID" || fail "$name: fio failed ($(tail -n 3 "$RESULTS/runs/$name.log"))"
-	case $c in
-	rec*)
-		kill -INT $rec
-		wait $rec || { cat "$out"; fail "$name: nvmetrace record failed"; }
-		recs=$(( $(st records) - r0 )) lost=$(( $(st lost) - l0 ))
-		n=$(sed -n 's/.*(\([0-9]*\) records) written.*/\1/p' "$out")
-		log "$name: module wrote $recs records ($lost lost); file has ${n:-?}"
-		rm -f "/tmp/$name.ntr"
-		;;
-	ftrace) read -r recs lost < <(ftrace_off) ;;
-	bpftrace|bpftrace-ev) bpftrace_off "$name"; recs=$BT_EVENTS lost=$BT_LOST ;;
-	esac
+	case_stop "$c"
 	fio_check "runs/$name"
 	# window: reads completed, guest ns, recorder CPU ns
-	fio_json "runs/$name" | jq -r --arg pre "$MODE,$round,$c,$qd" --arg recs "$recs" --arg lost "$lost" \
+	fio_json "runs/$name" | jq -r --arg pre "$MODE,$round,$c,$qd" --arg recs "$RECS" --arg lost "$LOST" \
 		--arg win "$((d1 - d0)),$((u1 - u0)),$((c1 - c0))" \
 		'.jobs[0] | "\($pre),\(.read.iops),\(.read.total_ios),\(.read.lat_ns.mean),\(.read.runtime),\($recs),\($lost),\($win)"' >>"$CSV"
 }
 
-for round in $(seq 1 "$ROUNDS"); do
-	for c in $CASES; do
-		for qd in $QDS; do one_run "$round" "$c" "$qd"; done
+# micro_run ROUND CASE: each system call of tests/hookloop in a loop (HOOKLOOP_CALLS calls, the
+# least of 5 loops) with CASE set up as for a fio run: the cost of one hook hit, no I/O around
+# it; one row of $RESULTS/micro.csv per call kind
+micro_run() {
+	local round=$1 c=$2 k line
+	case_start "$round" "$c" "-micro"
+	for k in getppid io_submit io_getevents pread; do
+		line=$("$HOOKLOOP" "$k" "$HOOKLOOP_CALLS") || fail "$NAME: hookloop $k failed"
+		log "$NAME: $line"
+		echo "$MODE,$round,$c,${line// /,}" >>"$RESULTS/micro.csv"
 	done
-done
+	case_stop "$c"
+}
+
+if [ "$ENGINE" = micro ]; then
+	HOOKLOOP=$(dirname "$NVMETRACE_BIN")/tests/hookloop HOOKLOOP_CALLS=${HOOKLOOP_CALLS:-20000}
+	[ -x "$HOOKLOOP" ] || fail "no $HOOKLOOP (build the tool's tests)"
+	echo "mode,round,case,kind,calls,ns_per_call" >"$RESULTS/micro.csv"
+	for round in $(seq 1 "$ROUNDS"); do
+		for c in $CASES; do micro_run "$round" "$c"; done
+	done
+else
+	for round in $(seq 1 "$ROUNDS"); do
+		for c in $CASES; do
+			for qd in $QDS; do one_run "$round" "$c" "$qd"; done
+		done
+	done
+fi
 ! loaded || rmmod nvmetrace
 nvme_disconnect_all
 nvmet_teardown
