@@ -21,11 +21,19 @@
  *
  * The ops leaves out FTRACE_OPS_FL_RECURSION (since 5.11 that flag asks
  * ftrace to guard the callback, through ftrace_ops_assist_func()), so ftrace
- * calls the adapter with no helper in between; the adapter guards against
- * recursion itself with ftrace_test_recursion_trylock(), which also disables
- * preemption until the unlock (on 6.1 and 6.12 alike), as the ring writer
- * expects, and makes the table lookup an RCU-sched reader.  Not
- * FTRACE_OPS_FL_RCU either: the hooked functions run where RCU is watching.
+ * calls the adapter with no helper in between.  Nor does the adapter take
+ * ftrace's recursion lock (ftrace_test_recursion_trylock(), ~20 instructions
+ * a hit, a quarter of the adapter): the adapter cannot recurse in one context,
+ * because no handler calls a hooked function (the filter holds only the
+ * probed subsystems' functions: nvme-tcp's, nvmet's, aio's, io_uring's, ...;
+ * the handlers call the ring writer, the clock and skb_copy_bits()), and a
+ * hooked function that an interrupt runs in the middle of a handler nests
+ * as an interrupt does into any hook, which the handlers allow (the ring
+ * write disables interrupts; everything else they touch is per call or
+ * written racily on purpose).  The adapter disables preemption (notrace),
+ * as the ring writer expects, which makes the table lookup an RCU-sched
+ * reader.  Not FTRACE_OPS_FL_RCU either: the hooked functions run where RCU
+ * is watching.
  *
  * Changing the set (a module's hooks come and go with it):
  *  - the table is double-buffered: the spare copy is rewritten, published
@@ -93,11 +101,8 @@ static void notrace fhook_entry(unsigned long ip, unsigned long parent_ip,
 {
 	const struct fhook_table *t;
 	unsigned int i;
-	int bit;
 
-	bit = ftrace_test_recursion_trylock(ip, parent_ip);
-	if (bit < 0)
-		return;
+	preempt_disable_notrace();
 	t = rcu_dereference_sched(fhook_live);
 	if (t) {
 		for (i = hash_long(ip, FHOOK_SLOT_BITS); t->slot[i].ip;
@@ -108,7 +113,7 @@ static void notrace fhook_entry(unsigned long ip, unsigned long parent_ip,
 			}
 		}
 	}
-	ftrace_test_recursion_unlock(bit);
+	preempt_enable_notrace();
 }
 
 /*
@@ -143,7 +148,7 @@ static void fhook_ops_reset(void)
 	ftrace_free_filter(&fhook_ops);
 	memset(&fhook_ops, 0, sizeof(fhook_ops));
 	fhook_ops.func = fhook_entry;
-	fhook_ops.flags = 0;	/* the adapter guards recursion (see above) */
+	fhook_ops.flags = 0;	/* no recursion guard: none is needed (see above) */
 }
 
 /*
