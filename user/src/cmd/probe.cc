@@ -159,6 +159,8 @@ int run_probe(const ProbeOptions& opts) {
                 continue;
             std::string note;
             uint32_t state = h.state;
+            // a hook a bench_hooks module leaves off: a recording would miss it
+            const bool left_off = h.state == NVMETRACE_HOOK_DETACHED && !bench_only.empty();
             if (h.state == NVMETRACE_HOOK_FAILED && h.error == -ENODATA) {
                 // a transport hook whose private layout was not found
                 const std::string_view lmod = transport_module(h.name);
@@ -185,12 +187,11 @@ int run_probe(const ProbeOptions& opts) {
                 note = stale_note(h.name);
             else if (h.state == NVMETRACE_HOOK_FAILED)
                 note = fmt::format("attach failed: error {}", h.error);
-            else if (h.state == NVMETRACE_HOOK_DETACHED && !bench_only.empty())
+            else if (left_off)
                 note = fmt::format(
                     "left off: the module was loaded with bench_hooks={} "
                     "(reload it without)",
                     bench_only);
-            const bool left_off = h.state == NVMETRACE_HOOK_DETACHED && !bench_only.empty();
             ok = ok && !left_off;
             fmt::print("  {:<6} {:<28} {:<10} {}\n", left_off ? "off" : state_word(state), h.name,
                        h.kind == NVMETRACE_HOOK_FTRACE   ? "ftrace"
