@@ -258,7 +258,7 @@ one_run() {
 micro_run() {
 	local round=$1 c=$2 k line
 	case_start "$round" "$c" "-micro"
-	for k in getppid io_submit io_getevents pread; do
+	for k in getppid io_submit io_getevents pread uring_nop; do
 		line=$("$HOOKLOOP" "$k" "$HOOKLOOP_CALLS") || fail "$NAME: hookloop $k failed"
 		log "$NAME: $line"
 		echo "$MODE,$round,$c,${line// /,}" >>"$RESULTS/micro.csv"

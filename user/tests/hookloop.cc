@@ -9,6 +9,9 @@
 //               then -EINVAL for the context
 //   pread       pread(/dev/zero, 1 byte): __x64_sys_pread64's kretprobe entry, which looks the
 //               file up and leaves it (not an O_DIRECT block device), then the read
+//   uring_nop   one IORING_OP_NOP submitted and waited for in one io_uring_enter(): the
+//               __x64_sys_io_uring_enter kretprobe (entry and, with GETEVENTS, return) and the
+//               io_uring_complete tracepoint of its CQE
 //
 // usage: hookloop KIND CALLS [REPEATS]
 // prints "KIND CALLS ns_per_call" with ns_per_call the least over REPEATS (default 5) loops of
@@ -16,6 +19,7 @@
 // instructions per call, and the least of several loops leaves out the ones a timer
 // interrupt fell into.
 #include <fcntl.h>
+#include <liburing.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -36,7 +40,8 @@ uint64_t now_ns() {
 }
 
 int usage() {
-    std::fprintf(stderr, "usage: hookloop getppid|io_submit|io_getevents|pread CALLS [REPEATS]\n");
+    std::fprintf(
+        stderr, "usage: hookloop getppid|io_submit|io_getevents|pread|uring_nop CALLS [REPEATS]\n");
     return 2;
 }
 
@@ -56,7 +61,7 @@ int main(int argc, char** argv) {
         if (*end || repeats <= 0)
             return usage();
     }
-    enum { kGetppid, kIoSubmit, kIoGetevents, kPread } k;
+    enum { kGetppid, kIoSubmit, kIoGetevents, kPread, kUringNop } k;
     if (kind == "getppid")
         k = kGetppid;
     else if (kind == "io_submit")
@@ -65,6 +70,8 @@ int main(int argc, char** argv) {
         k = kIoGetevents;
     else if (kind == "pread")
         k = kPread;
+    else if (kind == "uring_nop")
+        k = kUringNop;
     else
         return usage();
     int fd = -1;
@@ -72,6 +79,13 @@ int main(int argc, char** argv) {
         fd = open("/dev/zero", O_RDONLY | O_CLOEXEC);
         if (fd < 0) {
             std::fprintf(stderr, "hookloop: /dev/zero: %s\n", std::strerror(errno));
+            return 1;
+        }
+    }
+    io_uring ring{};
+    if (k == kUringNop) {
+        if (const int r = io_uring_queue_init(8, &ring, 0); r < 0) {
+            std::fprintf(stderr, "hookloop: io_uring_queue_init: %s\n", std::strerror(-r));
             return 1;
         }
     }
@@ -89,6 +103,18 @@ int main(int argc, char** argv) {
                        errno == EINVAL;
             case kPread:
                 return pread(fd, &b, 1, 0) == 1;
+            case kUringNop: {
+                io_uring_sqe* sqe = io_uring_get_sqe(&ring);
+                io_uring_cqe* cqe = nullptr;
+                if (!sqe)
+                    return false;
+                io_uring_prep_nop(sqe);
+                if (io_uring_submit_and_wait(&ring, 1) != 1 || io_uring_peek_cqe(&ring, &cqe))
+                    return false;
+                const bool ok = cqe->res == 0;
+                io_uring_cqe_seen(&ring, cqe);
+                return ok;
+            }
         }
         return false;
     };
@@ -113,5 +139,7 @@ int main(int argc, char** argv) {
     std::printf("%s %ld %.1f\n", kind.c_str(), calls, static_cast<double>(best) / calls);
     if (fd >= 0)
         close(fd);
+    if (k == kUringNop)
+        io_uring_queue_exit(&ring);
     return 0;
 }
