@@ -35,10 +35,14 @@ insmod "$NVMETRACE_KO" || fail "insmod failed"
 hooked() { grep -E "^$1( |$)" $EF || true; }
 kprobed() { grep -E " $1(\+0x[0-9a-f]+)?( |$)" $KL 2>/dev/null || true; }
 
-"$NT" record -r host -s 1 -o "$RESULTS/rec.ntr" >"$RESULTS/record.out" 2>&1 &
+# the recorders' output is read while and after they write it: kept on the guest's tmpfs (a
+# file on the 9p results share read then may show its first bytes as NULs), copied into the
+# results once read (a failure prints it)
+ROUT=/tmp/record.out RTOUT=/tmp/record-t.out
+"$NT" record -r host -s 1 -o "$RESULTS/rec.ntr" >"$ROUT" 2>&1 &
 REC=$!
 trap 'kill -INT $REC 2>/dev/null || true' EXIT
-recorder_wait "$RESULTS/record.out"
+recorder_wait "$ROUT"
 cp $EF "$RESULTS/enabled-1.txt"
 cat $KL >"$RESULTS/kprobes-1.txt" 2>/dev/null || true
 SEND=$(tcp_send_hooks)
@@ -83,9 +87,9 @@ run_fio rd --filename="/dev/$dev" --ioengine=libaio --direct=1 --rw=randread --b
 	--iodepth=1 --size=4m --io_size=2m || fail "fio failed"
 trap - EXIT
 kill -INT $REC
-wait $REC || { cat "$RESULTS/record.out"; fail "record failed"; }
+wait $REC || { cat "$ROUT"; fail "record failed"; }
 fio_check rd
-! grep -q STALE "$RESULTS/record.out" || fail "hooks left STALE by an unchanged nvme_tcp: $(grep STALE "$RESULTS/record.out")"
+! grep -q STALE "$ROUT" || fail "hooks left STALE by an unchanged nvme_tcp: $(grep STALE "$ROUT")"
 
 # nothing left behind
 cp $EF "$RESULTS/enabled-4.txt"
@@ -93,15 +97,16 @@ cp $EF "$RESULTS/enabled-4.txt"
 	fail "hooks left in $EF after the recording: $(cat $EF)"
 ! grep -qE 'nvme_tcp_|blkdev_read_iter|do_io_getevents|__x64_sys_p(read|write)' $KL 2>/dev/null ||
 	fail "kprobes left after the recording: $(cat $KL)"
-grep -q 'written to' "$RESULTS/record.out" || { cat "$RESULTS/record.out"; fail "record wrote no file"; }
+grep -q 'written to' "$ROUT" || { cat "$ROUT"; fail "record wrote no file"; }
+cp "$ROUT" "$RESULTS/record.out"
 
 # a target-only recording whose hooked modules all go away: nvmetrace's ops is unregistered
 # before its filter would empty (an empty filter traces every function) and comes back with them
 nvme_disconnect_all
-"$NT" record -r target -s 1 -o "$RESULTS/rec-t.ntr" >"$RESULTS/record-t.out" 2>&1 &
+"$NT" record -r target -s 1 -o "$RESULTS/rec-t.ntr" >"$RTOUT" 2>&1 &
 REC=$!
 trap 'kill -INT $REC 2>/dev/null || true' EXIT
-wait_for 120 grep -q 'profiling as' "$RESULTS/record-t.out" || { cat "$RESULTS/record-t.out"; fail "target record did not start"; }
+recorder_wait "$RTOUT" "target record"
 hooked nvmet_bdev_execute_rw | grep -q -- '->fhook_entry' || fail "nvmet_bdev_execute_rw not hooked through ftrace"
 nvmet_teardown
 [ ! -d /sys/module/nvmet ] || fail "cannot remove nvmet while recording"
@@ -116,8 +121,9 @@ cp $EF "$RESULTS/enabled-6.txt"
 hooked nvmet_bdev_execute_rw | grep -q -- '->fhook_entry' || fail "nvmet_bdev_execute_rw not hooked again through ftrace"
 trap - EXIT
 kill -INT $REC
-wait $REC || { cat "$RESULTS/record-t.out"; fail "target record failed"; }
-! grep -q STALE "$RESULTS/record-t.out" || fail "hooks left STALE by unchanged nvmet/nvmet_tcp: $(grep STALE "$RESULTS/record-t.out")"
+wait $REC || { cat "$RTOUT"; fail "target record failed"; }
+! grep -q STALE "$RTOUT" || fail "hooks left STALE by unchanged nvmet/nvmet_tcp: $(grep STALE "$RTOUT")"
+cp "$RTOUT" "$RESULTS/record-t.out"
 ! grep -q fhook_entry $EF || fail "hooks left in $EF after the target recording: $(cat $EF)"
 rmmod nvmetrace || fail "rmmod failed"
 nvme_disconnect_all
