@@ -226,9 +226,11 @@ bool nvmetrace_uring_pt_setup(const void *ioucmd, u64 lba, u32 dev, u32 len, u8 
 		return false;
 	now = ktime_get_ns();
 	nvmetrace_emit(NVMETRACE_EV_FILE_SUBMIT, lba, dev, len, 0, NVMETRACE_IFACE_URING,
-		       NVMETRACE_URING_CMD | ((word & URING_PT_SQPOLL) ? NVMETRACE_URING_SQPOLL : 0), 0, op,
+		       NVMETRACE_URING_CMD |
+		       ((word & URING_PT_SQPOLL) ? NVMETRACE_URING_SQPOLL : 0), 0, op,
 		       wflag | NVMETRACE_REC_PASSTHRU,
-		       (u64)(u32)word | (u64)min_t(u64, now > start ? now - start : 0, U32_MAX) << 32);
+		       (u64)(u32)word |
+		       (u64)min_t(u64, now > start ? now - start : 0, U32_MAX) << 32);
 	w = nvmetrace_uring_wq_claim(uring_ptc_set(ioucmd), ioucmd);
 	if (w)
 		nvmetrace_uring_wq_publish_word(w, ioucmd, lba, now, (u64)dev | (u64)op << 32);
@@ -475,9 +477,13 @@ static __always_inline bool uring_take(struct uring_pending *p)
 
 static __always_inline void uring_emit_reap(const struct uring_pending *p, u32 len, u64 flags)
 {
-	/* nvmetrace_emit() stamps the record: with NVMETRACE_URING_REAP_RING, len counts back from it */
+	/*
+	 * nvmetrace_emit() stamps the record: with NVMETRACE_URING_REAP_RING,
+	 * len counts back from it
+	 */
 	nvmetrace_emit(NVMETRACE_EV_URING_REAP, p->lba, p->dev, len, 0, 0, 0, 0, p->op,
-		       p->op == nvme_cmd_write ? NVMETRACE_REC_WRITE : 0, (u64)current->pid | flags);
+		       p->op == nvme_cmd_write ? NVMETRACE_REC_WRITE : 0,
+		       (u64)current->pid | flags);
 }
 
 /*
@@ -505,7 +511,7 @@ static void uring_look(void)
 		if (!uring_take(p))
 			continue;
 		from = max(tmp.posted, last_ret);
-		now = ktime_get_ns();	/* within a few instructions of nvmetrace_emit()'s stamp */
+		now = ktime_get_ns();	/* a few instructions before nvmetrace_emit()'s stamp */
 		uring_emit_reap(&tmp, (u32)min_t(u64, now > from ? now - from : 0, U32_MAX),
 				NVMETRACE_URING_REAP_RING);
 	}
