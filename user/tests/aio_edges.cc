@@ -8,6 +8,8 @@
 // usage: aio_edges DEVICE read|write SIZE COUNT [SPAN_BYTES [SEED]]
 // prints one line per I/O: "op offset t0 t1 t2" (ns), t0 before io_submit(), t1 after it
 // returned, t2 after io_getevents() returned; then a summary line starting with '#'.
+#include "now_ns.h"
+
 #include <fcntl.h>
 #include <linux/aio_abi.h>
 #include <sys/syscall.h>
@@ -25,11 +27,7 @@
 
 namespace {
 
-uint64_t now_ns() {
-    timespec ts{};
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return static_cast<uint64_t>(ts.tv_sec) * 1000000000ULL + static_cast<uint64_t>(ts.tv_nsec);
-}
+using nvmetrace::test::now_ns;
 
 int usage() {
     std::fprintf(stderr, "usage: aio_edges DEVICE read|write SIZE COUNT [SPAN_BYTES [SEED]]\n");

@@ -18,6 +18,8 @@
 // CALLS calls, on CLOCK_MONOTONIC: in an icount guest (one ns per guest instruction) it is
 // instructions per call, and the least of several loops leaves out the ones a timer
 // interrupt fell into.
+#include "now_ns.h"
+
 #include <fcntl.h>
 #include <liburing.h>
 #include <sys/syscall.h>
@@ -33,11 +35,7 @@
 
 namespace {
 
-uint64_t now_ns() {
-    timespec ts{};
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return static_cast<uint64_t>(ts.tv_sec) * 1000000000ULL + static_cast<uint64_t>(ts.tv_nsec);
-}
+using nvmetrace::test::now_ns;
 
 int usage() {
     std::fprintf(
