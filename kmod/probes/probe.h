@@ -7,7 +7,8 @@
  * its rows of the hook table (struct nvmetrace_hook_group), which the attach
  * core walks at load, START, STOP and in the hook dump; the hot path never
  * looks at the table.  The helpers below are __always_inline: a handler
- * compiles to the same code as when every probe lived in one file.
+ * compiles to the same code as when every probe lived in one file.  The one
+ * exception is the ring write, nvmetrace_emit(), out of line on purpose.
  *
  * Hot-path rules: no sleeping, no allocation, no lock but the local interrupt
  * disable inside the ring write, no printing.
