@@ -470,7 +470,9 @@ void Assembler::push_target(const nvmetrace_rec& rec, int slot) {
         c.qid = rec.qid;
         c.cid = rec.cid;
         c.cntlid = rec.cntlid;
-        c.has_cid = true;
+        // an SPDK target's records number its commands themselves: no NVMe command id
+        c.has_cid = !(rec.flags & NVMETRACE_REC_SPDK);
+        c.spdk_target = (rec.flags & NVMETRACE_REC_SPDK) != 0;
     }
     Command& c = f.cmd;
     if (ev.ts_in_aux) {

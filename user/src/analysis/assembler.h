@@ -66,6 +66,7 @@ struct Command {
     bool reap_ring = false;    // host: io_uring: taken from the mapped CQ ring, seen by its head:
                                // the reap's slot holds when the kernel saw it taken
     uint32_t reap_window_ns = 0;  // with reap_ring: how much earlier it may have been taken
+    bool spdk_target = false;     // its target side was SPDK's (records of NVMETRACE_REC_SPDK)
     bool failed_over = false;     // host: a request whose bios were taken back at block_rq_complete
                                   // (nvme multipath failover: its path failed, e.g. a controller
                                   // reset) and sent again on a later request; not a finished I/O

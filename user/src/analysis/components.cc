@@ -334,6 +334,23 @@ std::string component_id(std::string_view name) {
     return id_in(kComponentIds, name);
 }
 
+std::string spdk_target_name(std::string_view name) {
+    if (name == "target driver")
+        return "target driver (SPDK)";
+    if (name == "storage")
+        return "storage (SPDK bdev, drive)";
+    if (name == "storage: target block layer and drive")
+        return "storage: SPDK bdev and drive";
+    return std::string(name);
+}
+
+void spdk_target_span(Span& span) {
+    if (span.from == kEvents[static_cast<size_t>(event_slot(NVMETRACE_EV_NVMET_INIT))].name)
+        span.from = "SPDK's request received (TCP_REQ_NEW, RDMA_REQ_NEW)";
+    if (span.to == kEvents[static_cast<size_t>(event_slot(NVMETRACE_EV_NVMET_COMPLETE))].name)
+        span.to = "its response sent (TCP_REQ_COMPLETED, RDMA_REQ_COMPLETED)";
+}
+
 // ----------------------------------------------------------------- span
 
 Span span_of(const Layout& l, SubmitPath path, bool reap_unseen, bool reap_ring) {

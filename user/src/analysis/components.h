@@ -397,6 +397,15 @@ struct Span {
 };
 Span span_of(const Layout& layout, SubmitPath path, bool reap_unseen, bool reap_ring = false);
 
+// A stage's or component's name where the target is SPDK's: its records are
+// of the kernel target's events that share their place in the path
+// (Documentation/spdk.md), so the rows are the same, named for what they
+// measure there ("storage (SPDK bdev, drive)").  Other names are returned as
+// they are.  The ids (stage_id(), component_id()) stay the kernel's rows'.
+std::string spdk_target_name(std::string_view name);
+// A target-only span's ends where the target is SPDK's.
+void spdk_target_span(Span& span);
+
 // The layout of `view` with only required events, those in `missing_mask`
 // merged away.
 Layout make_layout(View view, EventMask missing_mask, std::span<const ComponentDef> table);

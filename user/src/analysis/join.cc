@@ -78,6 +78,7 @@ int target_send_slot(const Command& c) {
 
 Command join_commands(const Command& host, const Command& target, int64_t* network_ns) {
     Command j = host;
+    j.spdk_target = target.spdk_target;
     const int done = target_send_slot(target);
     const int init = target_receive_slot(target);
     const int recv = host_receive_slot(host);
@@ -142,7 +143,7 @@ uint64_t join_anchor(const Command& c) {
 }
 
 std::optional<int64_t> estimate_offset(std::span<const Command> host,
-                                       std::span<const Command> target) {
+                                       std::span<const Command> target, KeyFields fields) {
     struct K {
         uint64_t lba;
         uint32_t nsid;
@@ -152,14 +153,22 @@ std::optional<int64_t> estimate_offset(std::span<const Command> host,
     };
     // key -> (count, anchor) per side; cntlid 0 (unknown) on the host matches any
     std::map<K, std::pair<uint32_t, uint64_t>> h, t;
+    auto key = [&fields](const Command& c) {
+        return K{c.lba,
+                 fields.nsid ? c.nsid : 0,
+                 fields.qid ? c.qid : uint16_t{0},
+                 fields.cid ? c.cid : uint16_t{0},
+                 0,
+                 static_cast<uint8_t>(c.op)};
+    };
     for (const auto& c : host)
         if (c.has_cid) {
-            auto& e = h[K{c.lba, c.nsid, c.qid, c.cid, 0, static_cast<uint8_t>(c.op)}];
+            auto& e = h[key(c)];
             e.first++;
             e.second = host_anchor(c);
         }
     for (const auto& c : target) {
-        auto& e = t[K{c.lba, c.nsid, c.qid, c.cid, 0, static_cast<uint8_t>(c.op)}];
+        auto& e = t[key(c)];
         e.first++;
         e.second = target_anchor(c);
     }
@@ -182,12 +191,17 @@ size_t Joiner::KeyHash::operator()(const Key& k) const {
     return static_cast<size_t>(h ^ (h >> 31));
 }
 
-Joiner::Key Joiner::key_of(const Command& c) {
-    return Key{c.lba, c.nsid, c.qid, c.cid, static_cast<uint8_t>(c.op)};
+Joiner::Key Joiner::key_of(const Command& c) const {
+    return Key{c.lba, keys_.nsid ? c.nsid : 0, keys_.qid ? c.qid : uint16_t{0},
+               keys_.cid ? c.cid : uint16_t{0}, static_cast<uint8_t>(c.op)};
 }
 
 size_t Joiner::add_source(const Source& s) {
+    // keys are computed as commands come: every source is added before the first
+    if (pushed_)
+        throw std::logic_error("Joiner::add_source after push");
     sources_.push_back(s);
+    keys_ = keys_ & s.keys;
     bool host = false, target = false;
     for (const auto& x : sources_)
         (x.side == Side::host ? host : target) = true;
@@ -201,7 +215,8 @@ void Joiner::set_window(size_t source, uint64_t first_ts, uint64_t last_ts) {
 }
 
 bool Joiner::compatible(const Command& h, uint16_t target_cntlid) {
-    return !h.cntlid || h.cntlid == target_cntlid ||
+    // 0 on either side: not known (SPDK's target records name no controller)
+    return !h.cntlid || !target_cntlid || h.cntlid == target_cntlid ||
            (h.cntlid_next && h.cntlid_next == target_cntlid);
 }
 
@@ -222,6 +237,7 @@ void Joiner::match(Entry& h, Entry& t, const Sink& sink) {
 }
 
 void Joiner::push(size_t source, const Command& cmd, const Sink& sink) {
+    pushed_ = true;
     const Source& src = sources_.at(source);
     const int me = src.side == Side::host ? 0 : 1;
     Entry e{cmd, static_cast<uint32_t>(source), false, 0, 0};
@@ -500,6 +516,24 @@ std::optional<int64_t> boot_wall(const RecordingMeta& m) {
     return w;
 }
 
+}  // namespace
+
+KeyFields key_fields(const RecordingMeta& m) {
+    // "spdk": {"role": "target", "transport": "tcp", ...}: SPDK's entries name no command
+    // or namespace id; its TCP queue pairs name their queue id, its RDMA ones do not
+    const auto it = m.extra.find("spdk");
+    if (it == m.extra.end() || !it->is_object())
+        return {};
+    const auto role = it->find("role");
+    if (role == it->end() || *role != "target")
+        return {};
+    const auto tr = it->find("transport");
+    const bool tcp = tr != it->end() && *tr == "tcp";
+    return {.cid = false, .nsid = false, .qid = tcp};
+}
+
+namespace {
+
 bool same_clock(const RecordingMeta& a, const RecordingMeta& b) {
     const auto wa = boot_wall(a), wb = boot_wall(b);
     int64_t d;
@@ -569,7 +603,7 @@ std::vector<uint16_t> host_cntlids(const RecordingMeta& m) {
 // start against the target's (estimate_offset()), else the wall clocks.
 int64_t calibrate(const std::string& host_path, const RecordingMeta& host_meta,
                   const std::vector<std::string>& target_paths, const RecordingMeta& target_meta,
-                  size_t max_commands) {
+                  size_t max_commands, KeyFields fields) {
     // the wall clocks' guess; none (0) when a damaged header's times overflow it
     const auto hw = boot_wall(host_meta), tw = boot_wall(target_meta);
     int64_t wall = 0;
@@ -589,10 +623,11 @@ int64_t calibrate(const std::string& host_path, const RecordingMeta& host_meta,
     }
     if (hosts.empty())
         return wall;
-    auto key = [](const Command& c) {
+    auto key = [fields](const Command& c) {
         return c.lba * 0x9e3779b97f4a7c15ull ^
-               (uint64_t{c.qid} << 48 | uint64_t{c.cid} << 32 | uint64_t{c.nsid} << 1 |
-                static_cast<uint64_t>(c.op));
+               (uint64_t{fields.qid ? c.qid : uint16_t{0}} << 48 |
+                uint64_t{fields.cid ? c.cid : uint16_t{0}} << 32 |
+                uint64_t{fields.nsid ? c.nsid : 0} << 1 | static_cast<uint64_t>(c.op));
     };
     std::unordered_set<uint64_t> keys;
     uint64_t last_anchor = 0;
@@ -623,7 +658,7 @@ int64_t calibrate(const std::string& host_path, const RecordingMeta& host_meta,
                 break;
         }
     }
-    auto off = estimate_offset(hosts, targets);
+    auto off = estimate_offset(hosts, targets, fields);
     return off ? *off : wall;
 }
 
@@ -673,6 +708,9 @@ JoinedReport join_files(const std::vector<std::string>& files, const JoinFilesOp
     }
 
     Joiner joiner(Joiner::Options{opts.window_ns});
+    KeyFields fields;  // what every recording's key holds
+    for (const auto& s : streams)
+        fields = fields & key_fields(s->meta);
     uint16_t next_origin = 0;
     std::vector<std::string> on;
     for (auto& s : streams) {
@@ -686,15 +724,17 @@ JoinedReport join_files(const std::vector<std::string>& files, const JoinFilesOp
             s->origin = next_origin++;
             Joiner::Source src{Side::host, m.sample, m.seed,          start,
                                UINT64_MAX, 0,        host_cntlids(m), host_followed(m)};
+            src.keys = key_fields(m);
             if (tclock && !same_clock(tclock->meta, m))
-                src.offset_ns =
-                    calibrate(s->path, m, target_paths, tclock->meta, opts.calibration_commands);
+                src.offset_ns = calibrate(s->path, m, target_paths, tclock->meta,
+                                          opts.calibration_commands, fields);
             s->src[0] = static_cast<int>(joiner.add_source(src));
         }
         if (role_has(m.role, "target")) {
             rep.target_files++;
-            s->src[1] = static_cast<int>(
-                joiner.add_source({Side::target, m.sample, m.seed, start, UINT64_MAX, 0, {}}));
+            Joiner::Source src{Side::target, m.sample, m.seed, start, UINT64_MAX, 0, {}};
+            src.keys = key_fields(m);
+            s->src[1] = static_cast<int>(joiner.add_source(src));
         }
     }
     rep.recorded_on = fmt::format("{}", fmt::join(on, " and "));

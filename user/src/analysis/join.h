@@ -101,6 +101,20 @@ struct JoinCounts {
 // error (small after the first matches) for matched ones.
 struct RecordingMeta;
 
+// Which fields of the join's key a recording's commands hold.  An SPDK
+// target's records have no NVMe command id or namespace id, and over RDMA no
+// queue id either.  A field one recording lacks is left out of every
+// recording's key: commands are then told apart by the rest of the key (LBA,
+// direction) and by time.
+struct KeyFields {
+    bool cid = true, nsid = true, qid = true;
+    KeyFields operator&(const KeyFields& o) const {
+        return {cid && o.cid, nsid && o.nsid, qid && o.qid};
+    }
+};
+// What a recording's commands hold, from its META (an SPDK side says so).
+KeyFields key_fields(const RecordingMeta& m);
+
 // (cntlid, nsid) -> the [from, to) spans of a host recording's clock in
 // which it followed that namespace of that controller.
 using Followed =
@@ -126,6 +140,8 @@ public:
         // controller, (cntlid, nsid) -> [from, to) spans (from 0: at the
         // start; to UINT64_MAX: to the end).  One not in it: all along.
         Followed followed = {};
+        // What its commands' key holds (KeyFields).
+        KeyFields keys = {};
     };
     struct Options {
         uint64_t window_ns = 2'000'000'000;  // how long a command waits for its partner
@@ -180,7 +196,7 @@ private:
         std::unordered_multimap<Key, uint64_t, KeyHash> index;
     };
 
-    static Key key_of(const Command& c);
+    Key key_of(const Command& c) const;
     // A host command may pair with a target command of this controller id.
     static bool compatible(const Command& host, uint16_t target_cntlid);
     void emit_unmatched(Entry& e, int side, const Sink& sink);
@@ -198,6 +214,8 @@ private:
     };
     static constexpr size_t kLostKept = 65536;
     bool take_lost_target(const Entry& host);
+    KeyFields keys_;       // the key fields every source has (add_source)
+    bool pushed_ = false;  // keys are made from keys_: no source after the first push
     bool in_flight_at_admission(const Entry& host) const;
 
     Options opts_;
@@ -215,9 +233,9 @@ uint64_t join_anchor(const Command& c);
 
 // The offset (target clock - host clock) that the commands whose key occurs
 // exactly once in `host` and once in `target` agree on (their median), or
-// nullopt when there are none.
+// nullopt when there are none.  The key holds the fields of `fields`.
 std::optional<int64_t> estimate_offset(std::span<const Command> host,
-                                       std::span<const Command> target);
+                                       std::span<const Command> target, KeyFields fields = {});
 
 // ----------------------------------------------------------------- files
 

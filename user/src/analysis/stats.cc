@@ -93,6 +93,7 @@ Stats::Group& Stats::group_for(const Command& cmd) {
             cmd.side == Side::host && cmd.reap_unseen,
             cmd.side == Side::host && cmd.reap_ring,
             cmd.side == Side::host && cmd.attempts_before > 0,
+            cmd.spdk_target,
             view,
             pit->second.first,
             pit->second.second};
@@ -409,6 +410,7 @@ Summary Stats::summary(uint64_t duration_ns) const {
         gs.device = g.device;
         gs.passthru = g.passthru;
         gs.resent = g.resent;
+        gs.spdk_target = key.spdk;
         gs.view = l.view;
         gs.missing = l.missing;
         gs.span = g.span;
@@ -491,6 +493,19 @@ Summary Stats::summary(uint64_t duration_ns) const {
                 it = s.throughput.insert(s.throughput.end(), OpThroughput{g.op, 0, 0});
             it->iops += gs.rate;
             it->bytes_per_s += gs.bytes_per_s;
+        }
+        if (key.spdk) {
+            for (auto& st : gs.stages)
+                st.name = spdk_target_name(st.name);
+            for (auto& c : gs.components)
+                c.name = spdk_target_name(c.name);
+            for (auto& t : gs.tails) {
+                for (auto& r : t.stages)
+                    r.name = spdk_target_name(r.name);
+                for (auto& r : t.components)
+                    r.name = spdk_target_name(r.name);
+            }
+            spdk_target_span(gs.span);
         }
         s.groups.push_back(std::move(gs));
         presents.push_back(key.present);

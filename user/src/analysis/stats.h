@@ -225,8 +225,9 @@ struct GroupSummary {
     std::string size_label;  // "4KiB", or "8 blocks" when the block size is unknown
     uint64_t size = 0;
     std::string device;
-    bool passthru = false;  // passthrough commands (NVMe generic char device): no bio
-    bool resent = false;    // host: their bios failed over on an earlier request first
+    bool passthru = false;     // passthrough commands (NVMe generic char device): no bio
+    bool resent = false;       // host: their bios failed over on an earlier request first
+    bool spdk_target = false;  // their target side is SPDK's: its stages say so
     View view = View::host_only;
     std::vector<std::string> missing;  // hooks with no record for these commands
     Span span;                         // what its end to end runs from and to
@@ -335,12 +336,13 @@ private:
         bool reap_unseen;  // host
         bool reap_ring;    // host: io_uring, taken from the mapped CQ ring (seen by its head)
         bool resent;       // host: its bios failed over on an earlier request
+        bool spdk;         // its target side is SPDK's
         View view;
         EventMask missing;  // required boundaries on its path with no record
         EventMask present;  // layout_key(): the events on the command's path
         auto tie() const {
             return std::tie(op, size_in_blocks, size, side, dev, origin, cntlid, nsid, path,
-                            reap_unseen, reap_ring, resent, view, missing, present);
+                            reap_unseen, reap_ring, resent, spdk, view, missing, present);
         }
         bool operator<(const Key& o) const { return tie() < o.tie(); }
     };

@@ -146,7 +146,8 @@ int run(int argc, char** argv) {
         "Examples:\n  nvmetrace record -- fio job.fio       # while fio runs, into nvmetrace.ntr; "
         "host and/or\n                                        # target from what this machine has\n"
         "  nvmetrace record -r host -r target -d 20 -o all.ntr\n  nvmetrace record "
-        "-r host -s 100 -i 1           # 1 of 100 commands, a live line a second\n\nWith -- CMD "
+        "-r host -s 100 -i 1           # 1 of 100 commands, a live line a second\n  nvmetrace "
+        "record -s 100 --spdk-target build/bin/nvmf_tgt -o target.ntr\n\nWith -- CMD "
         "ARGS the exit status is CMD's (128 + signal); else 0, 1 error, 2 usage error.");
     record
         ->add_option("-r,--role", rec.roles,
@@ -177,6 +178,12 @@ int run(int argc, char** argv) {
                        "subsystem NQN, present or to come (default: every NVMe-oF one, those "
                        "that appear while recording too)");
     record->add_flag("--detail", rec.detail, "Print the component table in the summary");
+    record->add_option("--spdk-target", rec.spdk_target,
+                       "Record SPDK's NVMe-oF target (nvmf_tgt) from its trace ring: its "
+                       "binary, pid or trace file (/dev/shm/nvmf_trace.*); no module needed");
+    record->add_option("--spdk-rpc", rec.spdk_rpc,
+                       "The SPDK target's RPC socket, for its namespaces and block sizes "
+                       "(default /var/tmp/spdk.sock)");
 
     ProbeOptions probe_opts;
     CLI::App* probe = app.add_subcommand("probe", "Which hooks can attach on this kernel");

@@ -352,6 +352,8 @@ int split_record_command(int argc, char** argv, std::vector<std::string>& comman
 }
 
 int run_record(const RecordOptions& opts) {
+    if (!opts.spdk_target.empty())
+        return run_record_spdk_target(opts);
     uint32_t role = 0;
     if (opts.roles.empty()) {
         std::string said;

@@ -34,6 +34,8 @@ struct RecordOptions {
     std::string device_node = "/dev/nvmetrace";
     std::vector<std::string> command_line;
     std::vector<std::string> command;  // record -- CMD ARGS: record while it runs
+    std::string spdk_target;           // --spdk-target: SPDK's nvmf_tgt (binary, pid, trace)
+    std::string spdk_rpc;              // --spdk-rpc: its RPC socket ("": SPDK's default)
 };
 
 // `record [options] -- CMD ARGS...`: the arguments after record's first
@@ -54,6 +56,8 @@ uint32_t role_from_machine(size_t host_namespaces, bool devices_named, size_t nv
 // Returns 0, or with a command its status as a shell gives it (its exit
 // code, or 128 + the signal that ended it).
 int run_record(const RecordOptions& opts);
+// record --spdk-target: SPDK's target from its trace ring (cmd/record_spdk.cc).
+int run_record_spdk_target(const RecordOptions& opts);
 
 // The recording's name when -o is not given: in the current folder, as
 // perf record's perf.data.

@@ -34,6 +34,8 @@ public:
     // interval.
     uint64_t lost() const { return lost_; }
     const TraceFile& layout() const { return layout_; }
+    // A trace owner's description as it is now (TraceFile::owner).
+    std::string owner(uint16_t id) const { return layout_.owner({map_, size_}, id); }
 
 private:
     uint64_t write_index(uint32_t core) const;

@@ -18,6 +18,8 @@ constexpr size_t kHeaderSize = 72;  // file_size, num_sections, reserved, offset
 constexpr size_t kSectionOffsets = 16;
 constexpr uint16_t kNumSections = 7;
 constexpr int kSectionMain = 0;
+constexpr int kSectionOwner = 1;
+constexpr size_t kOwnerHead = 9;  // an owner's tsc (u64) and type (u8), then its description
 constexpr int kSectionTpointMask = 2;
 constexpr int kSectionTpoint = 5;
 constexpr int kSectionLcoreOffsets = 6;
@@ -91,6 +93,13 @@ TraceFile TraceFile::parse(std::span<const uint8_t> bytes, const std::string& wh
     f.clear_tsc = b.get<uint64_t>(main + 8, "the clear TSC");
     if (f.tsc_rate == 0)
         throw Error(fmt::format("{}: the TSC rate is 0: SPDK did not finish setting it up", what));
+
+    const uint64_t owners = section(kSectionOwner);
+    f.owners_at = owners + kSectionHead;
+    f.num_owners = b.get<uint16_t>(owners, "the owner count");
+    f.owner_description_size = b.get<uint16_t>(owners + 2, "the owner description size");
+    b.need(f.owners_at, uint64_t{f.num_owners} * (kOwnerHead + f.owner_description_size),
+           "the owners");
 
     const uint64_t mask = section(kSectionTpointMask);
     const uint16_t ngroups = b.get<uint16_t>(mask, "the group count");
@@ -174,6 +183,24 @@ TraceFile TraceFile::read(const std::string& path) {
     std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)),
                                std::istreambuf_iterator<char>());
     return parse(bytes, path);
+}
+
+std::string TraceFile::owner(std::span<const uint8_t> live, uint16_t id) const {
+    if (id >= num_owners || owner_description_size == 0)
+        return "";
+    const uint64_t at = owners_at + uint64_t{id} * (kOwnerHead + owner_description_size);
+    if (at + kOwnerHead + owner_description_size > live.size())
+        return "";
+    // SPDK appends to a description while it runs: read it byte by byte, to its NUL
+    std::string d;
+    for (size_t i = 0; i < owner_description_size; i++) {
+        const char c =
+            static_cast<char>(__atomic_load_n(live.data() + at + kOwnerHead + i, __ATOMIC_RELAXED));
+        if (c == '\0')
+            break;
+        d.push_back(c);
+    }
+    return d;
 }
 
 const Tpoint* TraceFile::find(std::string_view name) const {

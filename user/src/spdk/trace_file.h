@@ -82,6 +82,16 @@ public:
     std::vector<Tpoint> tpoints;       // the registered ones, by id
     std::vector<Lcore> lcores;         // the cores and threads that have a history
 
+    // Trace owners (a target's TCP queue pairs: "host:port nqn listener qid:N"):
+    // where their array is, how many, and each one's description size.
+    uint64_t owners_at = 0;
+    uint16_t num_owners = 0;
+    uint16_t owner_description_size = 0;
+    // Owner id's description read from `live` (the file as mapped now: SPDK
+    // registers owners and appends to their descriptions as it runs); "" for
+    // an id out of range.
+    std::string owner(std::span<const uint8_t> live, uint16_t id) const;
+
     const Tpoint* find(std::string_view name) const;
     bool enabled(uint16_t id) const;
     // Hits of tracepoint id on every core so far (the histories' counters).

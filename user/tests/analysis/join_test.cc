@@ -12,6 +12,8 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <map>
+#include <stdexcept>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -892,6 +894,135 @@ TEST(Join, TwoRecordingsThroughTheAssembler) {
         i++;
     });
     EXPECT_EQ(jc.matched, 20u);
+}
+
+}  // namespace
+}  // namespace nvmetrace
+
+namespace nvmetrace {
+namespace {
+
+// The target recording of `from` as an SPDK target's recorder writes it: no
+// NVMe command id (a number of its own per command), no namespace id in the
+// key, the flag on every record, and the META saying so.
+void as_spdk_target(const fs::path& from, const fs::path& to, bool tcp) {
+    RecordingReader in = RecordingReader::open(from);
+    RecordingMeta meta = in.meta();
+    meta.extra["spdk"] = {{"role", "target"}, {"transport", tcp ? "tcp" : "rdma"}};
+    RecordingWriter out = RecordingWriter::open(to);
+    out.write_meta(meta);
+    std::map<uint64_t, uint16_t> numbers;  // (qid, cid) in flight -> the recorder's number
+    uint16_t next = 0;
+    in.for_each([&](std::span<const nvmetrace_rec> recs) {
+        std::vector<nvmetrace_rec> v(recs.begin(), recs.end());
+        for (auto& r : v) {
+            const uint64_t k = uint64_t{r.qid} << 16 | r.cid;
+            if (r.event == NVMETRACE_EV_NVMET_INIT)
+                numbers[k] = next++;
+            r.cid = numbers.at(k);
+            r.cntlid = 0;
+            r.flags = static_cast<uint8_t>((r.flags & ~NVMETRACE_REC_HAS_CID) | NVMETRACE_REC_SPDK);
+            if (!tcp) {
+                r.qid = 0;
+                r.flags = static_cast<uint8_t>(r.flags & ~NVMETRACE_REC_HAS_QID);
+            }
+            if (r.event == NVMETRACE_EV_NVMET_INIT)
+                r.aux = 0;  // the namespace not known
+        }
+        out.append(v);
+    });
+    out.close();
+}
+
+TEST(JoinFiles, SpdkTargetJoinsByQueueLbaAndTime) {
+    for (bool tcp : {true, false}) {
+        SCOPED_TRACE(tcp ? "tcp" : "rdma");
+        Dir d;
+        synth::Options o;
+        o.commands = 3000;
+        o.target_offset_ns = 0;  // one machine, as a kernel host beside SPDK's target
+        synth::write(d / "h.ntr", d / "t.ntr", o);
+        as_spdk_target(d / "t.ntr", d / "s.ntr", tcp);
+        JoinedReport r = join_files({d / "h.ntr", d / "s.ntr"});
+        EXPECT_EQ(r.join.host, 3000u);
+        EXPECT_EQ(r.join.matched, 3000u);
+        EXPECT_EQ(r.join.negative_network, 0u);
+        const GroupSummary* g = joined_group(r.summary);
+        ASSERT_NE(g, nullptr);
+        EXPECT_TRUE(g->spdk_target);
+        std::vector<std::string> names;
+        for (const auto& st : g->stages)
+            names.push_back(st.name);
+        EXPECT_NE(std::find(names.begin(), names.end(), "target driver (SPDK)"), names.end());
+        EXPECT_NE(std::find(names.begin(), names.end(), "storage (SPDK bdev, drive)"), names.end());
+        // the ids stay the kernel rows': a compare of a kernel and an SPDK run lines them up
+        for (const auto& st : g->stages) {
+            if (st.name == "storage (SPDK bdev, drive)") {
+                EXPECT_EQ(st.id, "storage");
+            }
+        }
+    }
+}
+
+TEST(JoinFiles, SpdkTargetOnAnotherMachineIsCalibratedWithoutCommandIds) {
+    Dir d;
+    synth::Options o;
+    o.commands = 3000;
+    // an hour apart, and the host's wall clock 20 minutes off: only the commands say
+    o.host_wall_error_ns = 1'200'000'000'000;
+    synth::write(d / "h.ntr", d / "t.ntr", o);
+    as_spdk_target(d / "t.ntr", d / "s.ntr", true);
+    JoinFilesOptions jo;
+    jo.window_ns = 100'000'000;
+    JoinedReport r = join_files({d / "h.ntr", d / "s.ntr"}, jo);
+    EXPECT_EQ(r.join.matched, 3000u);
+}
+
+TEST(Join, KeyFieldsOneSourceLacksAreLeftOutOfEveryKey) {
+    Command h;
+    h.side = Side::host;
+    h.lba = 800;
+    h.nsid = 1;
+    h.qid = 2;
+    h.cid = 0x1005;
+    h.has_cid = true;
+    h.present = EventMask{1} << event_slot(NVMETRACE_EV_RQ_ISSUE) |
+                EventMask{1} << event_slot(NVMETRACE_EV_RQ_COMPLETE);
+    h.ts[static_cast<size_t>(event_slot(NVMETRACE_EV_RQ_ISSUE))] = 1000;
+    h.ts[static_cast<size_t>(event_slot(NVMETRACE_EV_RQ_COMPLETE))] = 9000;
+    Command t;
+    t.side = Side::target;
+    t.lba = 800;
+    t.qid = 2;
+    t.cid = 77;  // the SPDK recorder's number
+    t.present = EventMask{1} << event_slot(NVMETRACE_EV_NVMET_INIT) |
+                EventMask{1} << event_slot(NVMETRACE_EV_NVMET_COMPLETE);
+    t.ts[static_cast<size_t>(event_slot(NVMETRACE_EV_NVMET_INIT))] = 3000;
+    t.ts[static_cast<size_t>(event_slot(NVMETRACE_EV_NVMET_COMPLETE))] = 6000;
+    for (bool spdk : {false, true}) {
+        Joiner jn;
+        const size_t hs = jn.add_source({Side::host, 1, 0, 0, UINT64_MAX, 0, {}});
+        Joiner::Source ts{Side::target, 1, 0, 0, UINT64_MAX, 0, {}};
+        if (spdk)
+            ts.keys = {.cid = false, .nsid = false, .qid = true};
+        const size_t tsrc = jn.add_source(ts);
+        jn.add(hs, h);
+        jn.add(tsrc, t);
+        const JoinCounts jc = jn.join([](const Command&) {});
+        EXPECT_EQ(jc.matched, spdk ? 1u : 0u);
+    }
+    // the queue id still tells commands apart where both sides have it
+    Joiner jn;
+    const size_t hs = jn.add_source({Side::host, 1, 0, 0, UINT64_MAX, 0, {}});
+    Joiner::Source ts{Side::target, 1, 0, 0, UINT64_MAX, 0, {}};
+    ts.keys = {.cid = false, .nsid = false, .qid = true};
+    const size_t tsrc = jn.add_source(ts);
+    Command other = t;
+    other.qid = 3;
+    jn.add(hs, h);
+    jn.add(tsrc, other);
+    EXPECT_EQ(jn.join([](const Command&) {}).matched, 0u);
+    EXPECT_THROW(jn.add_source(ts), std::logic_error);
 }
 
 }  // namespace

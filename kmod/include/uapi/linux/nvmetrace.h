@@ -199,6 +199,12 @@ enum nvmetrace_event {
 #define NVMETRACE_REC_HAS_QID		(1u << 2)	/* qid is known */
 #define NVMETRACE_REC_LEN_BLOCKS	(1u << 3)	/* len counts logical blocks, not bytes */
 #define NVMETRACE_REC_PASSTHRU		(1u << 4)	/* a passthrough command: no bio */
+/*
+ * Written by the recorder from an SPDK application's trace, never by the
+ * module: the event is the kernel's of the same place in the path
+ * (Documentation/spdk.md), cid a number of the recorder's own.
+ */
+#define NVMETRACE_REC_SPDK		(1u << 5)
 
 /*
  * aux of NVMETRACE_EV_TCP_C2H_RECV: the PDU's data offset in the low 32 bits,

@@ -1,0 +1,275 @@
+// `nvmetrace record --spdk-target`: an SPDK NVMe-oF target recorded from its
+// own trace ring, with no module and no change to SPDK.  The ring is read
+// every few milliseconds (RingFollower), its entries made into records
+// (TargetCommands) on CLOCK_MONOTONIC, and written as any recording is.
+#include "analysis/assembler.h"
+#include "analysis/device_table.h"
+#include "analysis/stats.h"
+#include "cmd/record.h"
+#include "format/recfile.h"
+#include "kernel/devices.h"
+#include "report/printer.h"
+#include "spdk/process.h"
+#include "spdk/ring_follower.h"
+#include "spdk/rpc.h"
+#include "spdk/target_commands.h"
+#include "spdk/tsc_clock.h"
+#include "util/error.h"
+#include "version.h"
+
+#include <signal.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cmath>
+#include <optional>
+#include <unordered_map>
+
+#include <fmt/core.h>
+
+namespace nvmetrace {
+
+namespace {
+
+std::atomic<bool> g_spdk_stop{false};
+
+void on_stop(int) {
+    g_spdk_stop.store(true);
+}
+
+int64_t mono_ns() {
+    timespec ts{};
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
+}
+
+}  // namespace
+
+int run_record_spdk_target(const RecordOptions& opts) {
+    for (const auto& r : opts.roles)
+        if (r == "host")
+            throw Error(
+                "--spdk-target records SPDK's target alone: record the kernel host in a "
+                "recording of its own (nvmetrace record -r host, beside it)");
+    if (opts.sample == 0)
+        throw Error("-s 0: sample 1 of N commands, N >= 1");
+    if (!opts.transport.empty() && opts.transport != "tcp" && opts.transport != "rdma")
+        throw Error(fmt::format("-t {}: the transport is tcp or rdma", opts.transport));
+    if (!opts.command.empty())
+        throw Error("--spdk-target records while SPDK's target runs: no command after --");
+    check_record_output(opts.output);
+
+    const spdk::Source src = spdk::find_source(opts.spdk_target);
+    std::vector<spdk::Process> traced;
+    for (const auto& p : src.processes)
+        if (!p.trace.empty())
+            traced.push_back(p);
+    if (src.processes.empty())
+        throw Error(
+            fmt::format("--spdk-target {}: no process of it is running; start nvmf_tgt "
+                        "with -e nvmf_tcp:0x2081,bdev:0x3 (TCP) first",
+                        opts.spdk_target));
+    if (traced.empty())
+        throw Error(
+            fmt::format("--spdk-target {}: process {} has no trace ring: start it with "
+                        "-e nvmf_tcp:0x2081,bdev:0x3 (TCP) or -e nvmf_rdma:0x821,bdev:0x3 (RDMA)",
+                        opts.spdk_target, src.processes.front().pid));
+    if (traced.size() > 1) {
+        std::string pids;
+        for (const auto& p : traced)
+            pids += fmt::format(" {}", p.pid);
+        throw Error(
+            fmt::format("--spdk-target {}: {} processes of it run with a trace ring "
+                        "({}): name one by its pid",
+                        opts.spdk_target, traced.size(), pids.substr(1)));
+    }
+    const spdk::Process proc = traced.front();
+    spdk::RingFollower ring(proc.trace);
+    const spdk::TraceFile& layout = ring.layout();
+
+    // The transport: asked for, or the one whose tracepoints are on.
+    auto on = [&](std::string_view name) {
+        const spdk::Tpoint* t = layout.find(name);
+        return t && layout.enabled(t->id);
+    };
+    std::vector<std::string> transports;
+    if (opts.transport.empty()) {
+        if (on("TCP_REQ_NEW"))
+            transports.push_back("tcp");
+        if (on("RDMA_REQ_NEW"))
+            transports.push_back("rdma");
+        if (transports.empty())
+            transports.push_back("tcp");  // said below: its tracepoints are off
+    } else {
+        transports.push_back(opts.transport);
+    }
+    for (const auto& tr : transports)
+        for (const auto& need : spdk::needs(true, tr))
+            if (!on(need.tpoint))
+                throw Error(fmt::format(
+                    "--spdk-target: SPDK's tracepoint {} ({}) is off in {}; nvmetrace probe "
+                    "--spdk-target {} says how to start the target with it on",
+                    need.tpoint, need.group, proc.trace, opts.spdk_target));
+
+    // Which namespace each bdev serves, and its block size: SPDK's RPC socket
+    std::unordered_map<std::string, uint32_t> nsid_of;
+    nlohmann::json devices = nlohmann::json::array();
+    const std::string sock = opts.spdk_rpc.empty() ? spdk::kDefaultRpcSocket : opts.spdk_rpc;
+    try {
+        const auto nss = spdk::namespaces_of(spdk::rpc_call(sock, "nvmf_get_subsystems"),
+                                             spdk::rpc_call(sock, "bdev_get_bdevs"));
+        for (const auto& ns : nss) {
+            nsid_of[ns.bdev] = ns.nsid;
+            devices.push_back({{"kind", "target_ns"},
+                               {"subsysnqn", ns.subsysnqn},
+                               {"nsid", ns.nsid},
+                               {"device_path", "spdk bdev " + ns.bdev},
+                               {"lbs", ns.block_size},
+                               {"enabled", true}});
+        }
+    } catch (const Error& e) {
+        fmt::print(stderr,
+                   "nvmetrace: {}: namespaces and sizes not known (sizes in blocks); "
+                   "--spdk-rpc names the socket of a target started with -r\n",
+                   e.what());
+    }
+
+    spdk::TscClock clock(layout.tsc_rate);
+    clock.add(spdk::TscClock::now());
+    spdk::TargetCommands conv(
+        spdk::TargetTpoints::of(layout), opts.sample, opts.seed,
+        [&clock](uint64_t tsc) { return clock.ns(tsc); },
+        [&ring](uint16_t id) { return ring.owner(id); },
+        [&nsid_of](const std::string& bdev) {
+            const auto it = nsid_of.find(bdev);
+            return it == nsid_of.end() ? uint32_t{0} : it->second;
+        });
+
+    RecordingMeta meta = make_recording_meta();
+    meta.tool_version = kToolVersion;
+    meta.role = "target";
+    meta.transport = transports.size() == 1 ? transports.front() : "unknown";
+    meta.sample = opts.sample;
+    meta.seed = opts.seed;
+    meta.command_line = opts.command_line;
+    meta.devices = devices;
+    meta.extra["spdk"] = {{"role", "target"},    {"transport", meta.transport},
+                          {"app", src.binary},   {"pid", proc.pid},
+                          {"trace", proc.trace}, {"tsc_rate", layout.tsc_rate}};
+
+    const RecordOutput output = prepare_record_output(opts.output);
+    if (const std::string note = record_output_note(output); !note.empty())
+        fmt::print(stderr, "{}\n", note);
+    RecordingWriter writer =
+        RecordingWriter::open(output.path, recorder_writer_options(opts.sample, opts.zstd_level));
+    writer.write_meta(meta);
+
+    DeviceTable table;
+    devices_from_json(meta.devices, table);
+    const uint64_t interval_ns =
+        opts.interval_s > 0 ? static_cast<uint64_t>(opts.interval_s * 1e9) : 0;
+    bool header_printed = false;
+    Stats stats(table,
+                {.sample_n = opts.sample,
+                 .interval_ns = interval_ns,
+                 .origin_ns = static_cast<uint64_t>(meta.start_monotonic_ns)},
+                [&](const Interval& iv) {
+                    if (!header_printed) {
+                        fmt::print("{}", live_header(interval_ns, false));
+                        header_printed = true;
+                    }
+                    fmt::print("{}", live_rows(iv));
+                    std::fflush(stdout);
+                });
+    Assembler assembler(table, [&](const Command& c) { stats.add(c); });
+    auto put = [&](const std::vector<nvmetrace_rec>& recs) {
+        if (recs.empty())
+            return;
+        writer.append(recs);
+        for (const auto& r : recs)
+            assembler.push(r);
+    };
+
+    struct sigaction sa {};
+    sa.sa_handler = on_stop;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, nullptr);
+    sigaction(SIGTERM, &sa, nullptr);
+
+    fmt::print(
+        "nvmetrace: profiling SPDK's target (process {}, {}) as target, sampling {}, saving "
+        "records; Ctrl-C to stop\n",
+        proc.pid, proc.trace,
+        opts.sample == 1 ? std::string("every command")
+                         : fmt::format("1 of {} commands", opts.sample));
+    std::fflush(stdout);
+    const int64_t t0 = mono_ns();
+    const int64_t until =
+        opts.duration_s > 0 ? t0 + static_cast<int64_t>(opts.duration_s * 1e9) : INT64_MAX;
+    bool gone = false;
+    while (!g_spdk_stop.load() && mono_ns() < until) {
+        const auto entries = ring.poll();
+        clock.add(spdk::TscClock::now());
+        for (const auto& e : entries)
+            conv.push(e.entry);
+        conv.expire(static_cast<uint64_t>(mono_ns()));
+        put(conv.release());
+        writer.flush_if_due();
+        if (kill(proc.pid, 0) != 0 && errno == ESRCH) {
+            gone = true;
+            break;
+        }
+        timespec nap{0, 5'000'000};
+        nanosleep(&nap, nullptr);
+    }
+    const int64_t t_end = mono_ns();
+    for (const auto& e : ring.poll())
+        conv.push(e.entry);
+    put(conv.release_all());
+    assembler.finish();
+    if (interval_ns)
+        stats.flush_interval(static_cast<uint64_t>(t_end));
+    if (gone)
+        fmt::print(stderr, "nvmetrace: SPDK's target (process {}) exited: recording ended\n",
+                   proc.pid);
+
+    const spdk::TargetCounts& tc = conv.counts();
+    RecordingTrailer trailer;
+    trailer.lost = ring.lost();
+    trailer.stats = {{"commands", tc.commands},
+                     {"spdk",
+                      {{"ring_entries_lost", ring.lost()},
+                       {"not_sampled", tc.not_sampled},
+                       {"no_bdev_io", tc.no_bdev_io},
+                       {"unfinished", tc.unfinished},
+                       {"abandoned", tc.abandoned},
+                       {"in_flight_at_end", tc.cut_end},
+                       {"no_qid", tc.no_qid},
+                       {"no_nsid", tc.no_nsid}}}};
+    writer.close(trailer);
+    if (ring.lost())
+        fmt::print(stderr,
+                   "nvmetrace: SPDK overwrote {} trace entries before they were read: start "
+                   "the target with a larger ring (--num-trace-entries)\n",
+                   ring.lost());
+    if (tc.no_qid)
+        fmt::print(stderr,
+                   "nvmetrace: {} commands without a queue id (their queue pair's trace owner "
+                   "named none): joined by LBA and time alone\n",
+                   tc.no_qid);
+
+    const Summary summary = stats.summary(static_cast<uint64_t>(t_end - t0));
+    fmt::print("nvmetrace: {} commands ({} records) written to {}\n\n", tc.commands,
+               writer.records_written(), output.path);
+    ReportOptions ro;
+    ro.detail = opts.detail;
+    ro.origin_ns = static_cast<uint64_t>(meta.start_monotonic_ns);
+    ro.lost_target = ring.lost();
+    fmt::print("{}", summary_text(summary, assembler.counts(), ro));
+    return 0;
+}
+
+}  // namespace nvmetrace
