@@ -319,24 +319,27 @@ fio_stop() { # fio exits 1 after a signal even when all went well: only its JSON
 # the cache by tools/spdk) on CPU 0 without hugepages, a 64 MiB malloc bdev with 512-byte blocks
 # as NQN's namespace, listening on tcp $NVMET_ADDR:$NVMET_PORT, or with TRANSPORT rdma on
 # $RDMA_ADDR:$NVMET_PORT (rxe_setup first).  TRACE-GROUPS is its -e (default: only the
-# tracepoints nvmetrace reads on that transport).  Sets SPDK (the build), SPDK_TGT (its pid)
-# and SPDK_RPC.
+# tracepoints nvmetrace reads on that transport).  Sets SPDK (the build), SPDK_TGT (its pid),
+# SPDK_SOCK (its RPC socket) and SPDK_RPC.
 spdk_target_start() {
 	local nqn=$1 tr=${3:-tcp} groups addr
 	case $tr in
-	tcp) groups=${2:-nvmf_tcp:0x2081,bdev:0x3} addr=$NVMET_ADDR ;;
-	rdma) groups=${2:-nvmf_rdma:0x821,bdev:0x3} addr=$RDMA_ADDR ;;
+	tcp) groups=${2:-nvmf_tcp:0x401,bdev:0x3} addr=$NVMET_ADDR ;;
+	rdma) groups=${2:-nvmf_rdma:0x101,bdev:0x3} addr=$RDMA_ADDR ;;
 	*) fail "spdk_target_start: transport tcp or rdma, not $tr" ;;
 	esac
 	SPDK=$("$NVMETRACE_SRC/tools/spdk" path) ||
 		fail "SPDK is not built: tools/spdk build (the test command's spdk stage builds it)"
-	SPDK_RPC=("$SPDK/scripts/rpc.py" -t 60)
+	# the RPC socket on the guest's own /tmp: the machine's /var/tmp is shared with the guests
+	SPDK_SOCK=/tmp/spdk.sock
+	SPDK_RPC=("$SPDK/scripts/rpc.py" -s "$SPDK_SOCK" -t 60)
 	mkdir -p /var/run /tmp/spdk
-	"$SPDK/bin/nvmf_tgt" --no-huge -s 512 -m 0x1 -e "$groups" >"$RESULTS/nvmf_tgt.log" 2>&1 &
+	"$SPDK/bin/nvmf_tgt" --no-huge -s 512 -m 0x1 -r "$SPDK_SOCK" -e "$groups" \
+		>"$RESULTS/nvmf_tgt.log" 2>&1 &
 	SPDK_TGT=$!
 	# the RPC socket, then the setup in one rpc.py run (each run starts a Python: seconds
 	# under TCG)
-	wait_for 180 test -S /var/tmp/spdk.sock ||
+	wait_for 180 test -S "$SPDK_SOCK" ||
 		{ cat "$RESULTS/nvmf_tgt.log"; fail "nvmf_tgt made no RPC socket"; }
 	"${SPDK_RPC[@]}" >"$RESULTS/rpc.out" 2>&1 <<RPC || { cat "$RESULTS/rpc.out" "$RESULTS/nvmf_tgt.log"; fail "the SPDK target's setup failed"; }
 nvmf_create_transport -t ${tr^^}

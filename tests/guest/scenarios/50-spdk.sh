@@ -2,11 +2,15 @@
 # 50-spdk: SPDK's NVMe-oF target (nvmf_tgt, TCP, a malloc bdev, no hugepages) in the guest,
 # with the kernel's nvme-tcp host and with SPDK's own initiator (spdk_nvme_perf) on it.
 # - probe --spdk-target finds the running nvmf_tgt, its trace ring, and the tracepoints it
-#   needs on: ok for TCP with only those on (-e nvmf_tcp:0x2081,bdev:0x3), "off" for RDMA with
+#   needs on: ok for TCP with only those on (-e nvmf_tcp:0x401,bdev:0x3), "off" for RDMA with
 #   the -e GROUP:MASK that turns on what it needs;
 # - probe -r host --spdk-target checks the kernel host's hooks and SPDK's target together;
-# - a host recording of fio on the kernel's nvme-tcp namespace of that target has every fio
-#   I/O as a command whose target side is not recorded (50-spdk.check reports it);
+# - fio (randrw) on the kernel's nvme-tcp namespace of that target, recorded on both sides:
+#   the kernel host by the module, SPDK's target by record --spdk-target from its trace ring;
+#   50-spdk.check reports the host alone (every fio I/O a command whose target side is not
+#   recorded), SPDK's target alone (its namespace and block size from SPDK's RPC socket), and
+#   both joined: every host command matched, SPDK's stages named;
+# - record --spdk-target refuses -r host beside it, and a process without a trace ring;
 # - probe --spdk-host finds spdk_nvme_perf's trace ring while it runs (-y nvme_tcp);
 # - probe of a binary with no process running, and of a pid without a trace ring, fail
 #   and say how to start the app.
@@ -19,7 +23,7 @@ need_bin
 
 NQN=nqn.2024-01.io.nvmetrace:spdk
 # one reactor on CPU 0; spdk_nvme_perf polls on CPU 1. Only the tracepoints nvmetrace reads
-# are on (by mask: TCP_REQ_NEW, _EXECUTING, _COMPLETED; BDEV_IO_START, _DONE)
+# are on (by mask: TCP_REQ_NEW, _RDY_TO_COMPLETE; BDEV_IO_START, _DONE)
 spdk_target_start "$NQN"
 TGT=$SPDK_TGT
 
@@ -29,12 +33,12 @@ TGT=$SPDK_TGT
 cat "$RESULTS/probe-target.txt"
 grep -qE "^  process $TGT: trace /dev/shm/nvmf_trace\.pid$TGT: 1 core," "$RESULTS/probe-target.txt" ||
 	fail "probe did not find nvmf_tgt's trace ring"
-for t in TCP_REQ_NEW TCP_REQ_EXECUTING TCP_REQ_COMPLETED BDEV_IO_START BDEV_IO_DONE; do
+for t in TCP_REQ_NEW TCP_REQ_RDY_TO_COMPLETE BDEV_IO_START BDEV_IO_DONE; do
 	grep -qE "^  ok +$t " "$RESULTS/probe-target.txt" || fail "probe: $t is not ok"
 done
 grep -qE '^  off +RDMA_REQ_NEW +nvmf_rdma +group nvmf_rdma not enabled' "$RESULTS/probe-target.txt" ||
 	fail "probe did not say RDMA's tracepoints are off"
-grep -q '^  start it with -e nvmf_rdma:0x821 to record over rdma (only the tracepoints nvmetrace reads)$' \
+grep -q '^  start it with -e nvmf_rdma:0x101 to record over rdma (only the tracepoints nvmetrace reads)$' \
 	"$RESULTS/probe-target.txt" ||
 	fail "probe did not say which group RDMA needs"
 # by pid and by trace file, the same
@@ -59,13 +63,35 @@ grep -q '^host (module nvme_core: loaded)' "$RESULTS/probe-both.txt" || fail "pr
 [ "$(grep -c '^  load: ok' "$RESULTS/probe-both.txt")" = 2 ] || fail "probe: not both roles ok"
 grep -q '^target (module nvmet' "$RESULTS/probe-both.txt" && fail "probe checked nvmet although SPDK is the target"
 
-"$NVMETRACE_BIN" record -r host -s 1 -o "$RESULTS/host.ntr" >"$RESULTS/record.out" 2>&1 &
+# what is wrong, said: the kernel host is recorded apart; a process without a trace ring
+"$NVMETRACE_BIN" record -r host --spdk-target "$TGT" -o /tmp/x.ntr >"$RESULTS/record-both.txt" 2>&1 &&
+	fail "record -r host --spdk-target passed"
+grep -q 'record the kernel host in a recording of its own' "$RESULTS/record-both.txt" ||
+	{ cat "$RESULTS/record-both.txt"; fail "record -r host --spdk-target did not say why"; }
+"$NVMETRACE_BIN" record --spdk-target $$ -o /tmp/x.ntr >"$RESULTS/record-notrace.txt" 2>&1 &&
+	fail "record --spdk-target passed on a process without a trace ring"
+grep -q "process $$ has no trace ring: start it with -e" "$RESULTS/record-notrace.txt" ||
+	{ cat "$RESULTS/record-notrace.txt"; fail "record --spdk-target did not say the process has no trace ring"; }
+
+# both sides recorded: the kernel host by the module, SPDK's target from its ring (output on
+# the guest's tmpfs, copied to the results at the end)
+# (SPDK's recorder first: recorder_wait also takes the module's state for a started recorder)
+"$NVMETRACE_BIN" record -s 1 --spdk-target "$SPDK/bin/nvmf_tgt" --spdk-rpc "$SPDK_SOCK" -o /tmp/target.ntr \
+	>/tmp/record-target.out 2>&1 &
+TREC=$!
+recorder_wait /tmp/record-target.out "record --spdk-target"
+"$NVMETRACE_BIN" record -r host -s 1 -o /tmp/host.ntr >"$RESULTS/record.out" 2>&1 &
 REC=$!
 recorder_wait "$RESULTS/record.out"
-run_fio rd --filename="/dev/$dev" --ioengine=libaio --direct=1 --rw=randread --bs=4k \
-	--iodepth=1 --time_based --runtime=2 --size=64m || fail "fio on SPDK's namespace failed"
-kill -INT $REC
+run_fio rd --filename="/dev/$dev" --ioengine=libaio --direct=1 --rw=randrw --rwmixread=70 \
+	--bs=4k --iodepth=2 --time_based --runtime=2 --size=64m || fail "fio on SPDK's namespace failed"
+kill -INT $REC $TREC
 wait $REC || { cat "$RESULTS/record.out"; fail "record failed"; }
+wait $TREC || { cat /tmp/record-target.out; fail "record --spdk-target failed"; }
+cp /tmp/host.ntr /tmp/target.ntr /tmp/record-target.out "$RESULTS/" || fail "cannot copy the recordings"
+cat "$RESULTS/record-target.out"
+grep -qE '^nvmetrace: [1-9][0-9]* commands \([0-9]+ records\) written to /tmp/target.ntr$' \
+	"$RESULTS/record-target.out" || fail "record --spdk-target wrote no command"
 nvme_disconnect_all
 
 # SPDK's initiator: its trace ring while it runs

@@ -348,7 +348,7 @@ void spdk_target_span(Span& span) {
     if (span.from == kEvents[static_cast<size_t>(event_slot(NVMETRACE_EV_NVMET_INIT))].name)
         span.from = "SPDK's request received (TCP_REQ_NEW, RDMA_REQ_NEW)";
     if (span.to == kEvents[static_cast<size_t>(event_slot(NVMETRACE_EV_NVMET_COMPLETE))].name)
-        span.to = "its response sent (TCP_REQ_COMPLETED, RDMA_REQ_COMPLETED)";
+        span.to = "its response handed on (TCP_REQ_RDY_TO_COMPLETE, RDMA_REQ_RDY_TO_COMPL)";
 }
 
 // ----------------------------------------------------------------- span

@@ -70,12 +70,12 @@ int run_record_spdk_target(const RecordOptions& opts) {
     if (src.processes.empty())
         throw Error(
             fmt::format("--spdk-target {}: no process of it is running; start nvmf_tgt "
-                        "with -e nvmf_tcp:0x2081,bdev:0x3 (TCP) first",
+                        "with -e nvmf_tcp:0x401,bdev:0x3 (TCP) first",
                         opts.spdk_target));
     if (traced.empty())
         throw Error(
             fmt::format("--spdk-target {}: process {} has no trace ring: start it with "
-                        "-e nvmf_tcp:0x2081,bdev:0x3 (TCP) or -e nvmf_rdma:0x821,bdev:0x3 (RDMA)",
+                        "-e nvmf_tcp:0x401,bdev:0x3 (TCP) or -e nvmf_rdma:0x101,bdev:0x3 (RDMA)",
                         opts.spdk_target, src.processes.front().pid));
     if (traced.size() > 1) {
         std::string pids;
@@ -200,7 +200,7 @@ int run_record_spdk_target(const RecordOptions& opts) {
     sigaction(SIGTERM, &sa, nullptr);
 
     fmt::print(
-        "nvmetrace: profiling SPDK's target (process {}, {}) as target, sampling {}, saving "
+        "nvmetrace: profiling as target, SPDK's (process {}, trace {}), sampling {}, saving "
         "records; Ctrl-C to stop\n",
         proc.pid, proc.trace,
         opts.sample == 1 ? std::string("every command")

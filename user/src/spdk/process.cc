@@ -90,14 +90,12 @@ Source find_source(const std::string& arg, const std::string& proc, const std::s
 std::vector<Need> needs(bool target, std::string_view transport) {
     if (target && transport == "tcp")
         return {{"TCP_REQ_NEW", "nvmf_tcp", "a command's capsule received"},
-                {"TCP_REQ_EXECUTING", "nvmf_tcp", "handed to the bdev"},
-                {"TCP_REQ_COMPLETED", "nvmf_tcp", "its response sent"},
+                {"TCP_REQ_RDY_TO_COMPLETE", "nvmf_tcp", "its response handed to the socket"},
                 {"BDEV_IO_START", "bdev", "the bdev I/O: LBA and length"},
                 {"BDEV_IO_DONE", "bdev", "the bdev I/O done"}};
     if (target)
         return {{"RDMA_REQ_NEW", "nvmf_rdma", "a command's capsule received"},
-                {"RDMA_REQ_EXECUTING", "nvmf_rdma", "handed to the bdev"},
-                {"RDMA_REQ_COMPLETED", "nvmf_rdma", "its response sent"},
+                {"RDMA_REQ_RDY_TO_COMPL", "nvmf_rdma", "its response handed to the NIC"},
                 {"BDEV_IO_START", "bdev", "the bdev I/O: LBA and length"},
                 {"BDEV_IO_DONE", "bdev", "the bdev I/O done"}};
     if (transport == "tcp")

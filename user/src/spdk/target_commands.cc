@@ -39,9 +39,9 @@ TargetTpoints TargetTpoints::of(const TraceFile& layout) {
         return t ? std::optional<uint16_t>(t->id) : std::nullopt;
     };
     tp.tcp_new = id("TCP_REQ_NEW");
-    tp.tcp_completed = id("TCP_REQ_COMPLETED");
+    tp.tcp_respond = id("TCP_REQ_RDY_TO_COMPLETE");
     tp.rdma_new = id("RDMA_REQ_NEW");
-    tp.rdma_completed = id("RDMA_REQ_COMPLETED");
+    tp.rdma_respond = id("RDMA_REQ_RDY_TO_COMPL");
     if (const Tpoint* s = layout.find("BDEV_IO_START")) {
         tp.bdev_start = s->id;
         tp.start_type = arg_index(*s, "type");
@@ -88,7 +88,7 @@ void TargetCommands::push(const TraceEntry& e) {
     if (is(tp_.tcp_new) || is(tp_.rdma_new)) {
         auto [it, fresh] = reqs_.try_emplace(e.object_id);
         if (!fresh) {
-            // its COMPLETED was lost: the object is in use again
+            // its response's entry was lost: the object is in use again
             counts_.unfinished++;
             if (it->second.has_io)
                 by_bdev_.erase(it->second.bdev_io);
@@ -133,7 +133,7 @@ void TargetCommands::push(const TraceEntry& e) {
             it->second.io_done = true;
             it->second.ts_done = ts;
         }
-    } else if (is(tp_.tcp_completed) || is(tp_.rdma_completed)) {
+    } else if (is(tp_.tcp_respond) || is(tp_.rdma_respond)) {
         const auto it = reqs_.find(e.object_id);
         if (it == reqs_.end()) {
             counts_.unfinished++;

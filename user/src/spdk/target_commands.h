@@ -2,8 +2,8 @@
 // nvmetrace records: what `nvmetrace record --spdk-target` writes.
 //
 // SPDK's target traces a request object through its states (TCP_REQ_NEW ...
-// TCP_REQ_COMPLETED, or RDMA_REQ_*), and the bdev I/O it starts
-// (BDEV_IO_START, BDEV_IO_DONE).  The request object is a struct
+// TCP_REQ_RDY_TO_COMPLETE ... TCP_REQ_COMPLETED, or RDMA_REQ_*), and the
+// bdev I/O it starts (BDEV_IO_START, BDEV_IO_DONE).  The request object is a struct
 // spdk_nvmf_tcp_req (or _rdma_request) whose first member is the struct
 // spdk_nvmf_request that the target hands to the bdev as the I/O's caller
 // context: BDEV_IO_START's "ctx" argument is the request's object id, so the
@@ -13,7 +13,11 @@
 // the path they share (NVMETRACE_REC_SPDK marks them): nvmet_req_init at the
 // request's NEW (its capsule received), nvmet_bdev_execute_rw at
 // BDEV_IO_START, nvmet_bio_done at BDEV_IO_DONE, and nvmet_req_complete at
-// the request's COMPLETED (its response sent).  SPDK's entries carry no NVMe
+// the request's READY_TO_COMPLETE, recorded just before SPDK hands the
+// response to the socket or the NIC, as nvmet_req_complete hands it to its
+// transport.  (COMPLETED comes when the send has finished, which may be
+// after the host has the response: as an end it would make the computed
+// network negative.)  SPDK's entries carry no NVMe
 // command id or status: the records say so (no NVMETRACE_REC_HAS_CID; status
 // 0), and the join matches them by queue, LBA and direction.  The namespace
 // is the one the bdev serves (the bdev I/O's owner names the bdev; the
@@ -38,8 +42,8 @@ namespace nvmetrace::spdk {
 
 // The tracepoint ids of one transport's request states, and the bdev's.
 struct TargetTpoints {
-    std::optional<uint16_t> tcp_new, tcp_completed;
-    std::optional<uint16_t> rdma_new, rdma_completed;
+    std::optional<uint16_t> tcp_new, tcp_respond;    // TCP_REQ_NEW, TCP_REQ_RDY_TO_COMPLETE
+    std::optional<uint16_t> rdma_new, rdma_respond;  // RDMA_REQ_NEW, RDMA_REQ_RDY_TO_COMPL
     std::optional<uint16_t> bdev_start, bdev_done;
     // Argument positions (BDEV_IO_START: type, ctx, offset; BDEV_IO_DONE: ctx).
     size_t start_type = 0, start_ctx = 1, start_offset = 2, done_ctx = 0;
@@ -79,7 +83,7 @@ public:
     // a request's states are all on its queue pair's core).
     void push(const TraceEntry& e);
     // Requests that began more than kAbandonNs before `now_ns` and are not
-    // done are given up (a lost COMPLETED entry, or a stuck request).
+    // done are given up (a lost entry, or a stuck request).
     static constexpr uint64_t kAbandonNs = 10'000'000'000ull;
     void expire(uint64_t now_ns);
     // Records of the commands done, in time order: those that no request in

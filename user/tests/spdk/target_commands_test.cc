@@ -15,17 +15,17 @@ namespace nvmetrace::spdk {
 namespace {
 
 // Ids as SPDK v26.05 numbers them (nvmf_tcp is group 5, bdev 3, nvmf_rdma 4)
-constexpr uint16_t kNew = 5 * 64 + 0, kCompleted = 5 * 64 + 13;
-constexpr uint16_t kRdmaNew = 4 * 64 + 0, kRdmaCompleted = 4 * 64 + 17;
+constexpr uint16_t kNew = 5 * 64 + 0, kCompleted = 5 * 64 + 10;         // TCP_REQ_RDY_TO_COMPLETE
+constexpr uint16_t kRdmaNew = 4 * 64 + 0, kRdmaCompleted = 4 * 64 + 8;  // RDMA_REQ_RDY_TO_COMPL
 constexpr uint16_t kStart = 3 * 64 + 0, kDone = 3 * 64 + 1;
 constexpr uint16_t kQpair = 7, kQpair2 = 8, kBdev = 3;
 
 TargetTpoints tpoints() {
     TargetTpoints tp;
     tp.tcp_new = kNew;
-    tp.tcp_completed = kCompleted;
+    tp.tcp_respond = kCompleted;
     tp.rdma_new = kRdmaNew;
-    tp.rdma_completed = kRdmaCompleted;
+    tp.rdma_respond = kRdmaCompleted;
     tp.bdev_start = kStart;
     tp.bdev_done = kDone;
     return tp;  // argument positions: SPDK's (type, ctx, offset; ctx)
@@ -57,7 +57,7 @@ struct Fixture {
         e.args = std::move(args);
         tc.push(e);
     }
-    // one command's entries: NEW, the bdev I/O's start and end, COMPLETED
+    // one command's entries: NEW, the bdev I/O's start and end, READY_TO_COMPLETE
     void command(uint64_t t, uint64_t req, uint64_t bdev_io, uint64_t lba, bool write = false,
                  uint16_t qpair = kQpair) {
         entry(t, kNew, qpair, req, {1});
