@@ -11,6 +11,9 @@
 #   recorded), SPDK's target alone (its namespace and block size from SPDK's RPC socket), and
 #   both joined: every host command matched, SPDK's stages named;
 # - record --spdk-target refuses -r host beside it, and a process without a trace ring;
+# - SPDK's initiator (spdk_nvme_perf) recorded by record --spdk-host, joined with SPDK's target
+#   (both from their rings) and with the kernel's nvmet-tcp target (by the module): every host
+#   command matched;
 # - probe --spdk-host finds spdk_nvme_perf's trace ring while it runs (-y nvme_tcp);
 # - probe of a binary with no process running, and of a pid without a trace ring, fail
 #   and say how to start the app.
@@ -96,12 +99,38 @@ nvme_disconnect_all
 
 # SPDK's initiator: its trace ring while it runs
 PERF_OUT=$RESULTS/perf.txt
-"$SPDK/bin/spdk_nvme_perf" --no-huge -s 256 -c 0x2 -q 1 -o 4096 -w randread -t 20 -y nvme_tcp:0x3 \
+# (it runs until it is stopped: -t is only a bound)
+"$SPDK/bin/spdk_nvme_perf" --no-huge -s 256 -c 0x2 -q 1 -o 4096 -w randread -t 300 -y nvme_tcp:0x3 \
 	-r "trtype:TCP adrfam:IPv4 traddr:$NVMET_ADDR trsvcid:$NVMET_PORT subnqn:$NQN" >"$PERF_OUT" 2>&1 &
 PERF=$!
 perf_traced() {
 	"$NVMETRACE_BIN" probe -t tcp --spdk-host "$SPDK/bin/spdk_nvme_perf" >"$RESULTS/probe-host.txt" 2>&1 &&
 		grep -qE '^  ok +NVME_TCP_COMPLETE +nvme_tcp +.*, [1-9][0-9]* hits$' "$RESULTS/probe-host.txt"
+}
+# spdk_joined NAME: the joined report of /tmp/NAME-host.ntr and /tmp/NAME-target.ntr (copied to
+# the results): every host command matched, none with a negative computed network
+spdk_joined() {
+	local n=$1
+	cp "/tmp/$n-host.ntr" "/tmp/$n-target.ntr" "/tmp/$n-host.out" "/tmp/$n-target.out" "$RESULTS/" ||
+		fail "$n: cannot copy the recordings"
+	"$NVMETRACE_BIN" report --detail "/tmp/$n-host.ntr" "/tmp/$n-target.ntr" | tee "$RESULTS/$n-report.txt" ||
+		fail "$n: joined report failed"
+	"$NVMETRACE_BIN" report --json "/tmp/$n-host.ntr" "/tmp/$n-target.ntr" >"$RESULTS/$n-report.json" ||
+		fail "$n: joined report --json failed"
+	jq -e '.[0].join | .host > 0 and .matched == .host and .negative_network == 0' \
+		"$RESULTS/$n-report.json" >/dev/null ||
+		fail "$n: not every host command matched: $(jq -c '.[0].join' "$RESULTS/$n-report.json")"
+	log "$n: $(jq -r '.[0].join | "\(.matched) of \(.host) host commands matched"' "$RESULTS/$n-report.json")"
+}
+# spdk_host_recorded NAME PID: record spdk_nvme_perf PID (--spdk-host) for 3 s while the target's
+# recorder, started before, runs; then stop the target's (its pid: TREC)
+spdk_host_recorded() {
+	"$NVMETRACE_BIN" record -s 1 -d 3 --spdk-host "$2" -o "/tmp/$1-host.ntr" >"/tmp/$1-host.out" 2>&1 ||
+		{ cat "/tmp/$1-host.out"; fail "$1: record --spdk-host failed"; }
+	kill -INT "$TREC"
+	wait "$TREC" || { cat "/tmp/$1-target.out"; fail "$1: the target's recorder failed"; }
+	grep -qE '^nvmetrace: [1-9][0-9]* commands ' "/tmp/$1-host.out" ||
+		{ cat "/tmp/$1-host.out"; fail "$1: record --spdk-host wrote no command"; }
 }
 wait_for 180 perf_traced || { cat "$RESULTS/probe-host.txt" "$PERF_OUT"; fail "probe --spdk-host did not see spdk_nvme_perf's commands"; }
 cat "$RESULTS/probe-host.txt"
@@ -112,7 +141,16 @@ grep -qE "^  process $PERF: trace /dev/shm/spdk_nvme_perf_trace\.pid$PERF: " "$R
 	fail "probe -t rdma --spdk-host passed without tracepoints"
 grep -q "SPDK's NVMe/RDMA initiator has no tracepoints" "$RESULTS/probe-host-rdma.txt" ||
 	{ cat "$RESULTS/probe-host-rdma.txt"; fail "probe -t rdma --spdk-host did not say why"; }
+# SPDK's initiator and SPDK's target, each recorded from its own ring, joined
+"$NVMETRACE_BIN" record -s 1 --spdk-target "$TGT" --spdk-rpc "$SPDK_SOCK" -o /tmp/spdk-spdk-target.ntr \
+	>/tmp/spdk-spdk-target.out 2>&1 &
+TREC=$!
+recorder_wait /tmp/spdk-spdk-target.out "record --spdk-target"
+spdk_host_recorded spdk-spdk "$PERF"
 kill -INT $PERF; wait $PERF || true
+spdk_joined spdk-spdk
+jq -e '[.[0].groups[] | select(.view == "joined") | .spdk_target] | length > 0 and all' \
+	"$RESULTS/spdk-spdk-report.json" >/dev/null || fail "spdk-spdk: the joined groups are not SPDK's target's"
 
 # what is wrong, said: no process of the binary, a process without a trace ring
 "$NVMETRACE_BIN" probe --spdk-host "$SPDK/bin/spdk_nvme_perf" >"$RESULTS/probe-none.txt" 2>&1 &&
@@ -125,4 +163,21 @@ grep -q "process $$: no trace ring" "$RESULTS/probe-notrace.txt" ||
 	{ cat "$RESULTS/probe-notrace.txt"; fail "probe did not say the process has no trace ring"; }
 
 kill -INT $TGT; wait $TGT || true
+
+# SPDK's initiator on the kernel's nvmet-tcp target: the target recorded by the module, the
+# host from spdk_nvme_perf's ring; joined by the exact key (SPDK names the command id)
+KNQN=nqn.2024-01.io.nvmetrace:kernel
+need_module null_blk nvmet nvmet_tcp
+nvmet_tcp_setup "$KNQN"
+"$NVMETRACE_BIN" record -r target -s 1 -o /tmp/spdk-kernel-target.ntr >/tmp/spdk-kernel-target.out 2>&1 &
+TREC=$!
+recorder_wait /tmp/spdk-kernel-target.out
+"$SPDK/bin/spdk_nvme_perf" --no-huge -s 256 -c 0x2 -q 2 -o 4096 -w randrw -M 70 -t 300 -y nvme_tcp:0x3 \
+	-r "trtype:TCP adrfam:IPv4 traddr:$NVMET_ADDR trsvcid:$NVMET_PORT subnqn:$KNQN" >"$RESULTS/perf-kernel.txt" 2>&1 &
+PERF=$!
+wait_for 180 perf_traced || { cat "$RESULTS/probe-host.txt" "$RESULTS/perf-kernel.txt"; fail "spdk_nvme_perf on nvmet made no command"; }
+spdk_host_recorded spdk-kernel "$PERF"
+kill -INT $PERF; wait $PERF || true
+spdk_joined spdk-kernel
+nvmet_teardown
 rmmod nvmetrace || fail "rmmod failed"

@@ -323,6 +323,20 @@ void Assembler::push_host_rq(const nvmetrace_rec& rec, int slot) {
         c.passthru = true;
     if (!ev.unordered)
         f.max_rank = std::max(f.max_rank, ev.rank);
+    if (rec.event == NVMETRACE_EV_SPDK_SUBMIT) {
+        // SPDK's host driver: its command id and queue; no block layer, no nvme-core
+        c.spdk_host = true;
+        if (rec.flags & NVMETRACE_REC_HAS_CID) {
+            c.cid = rec.cid;
+            c.has_cid = true;
+        }
+    }
+    if (rec.event == NVMETRACE_EV_SPDK_COMPLETE) {
+        c.status = rec.aux;
+        emit(c);
+        host_.erase(it);
+        return;
+    }
     if (rec.event == NVMETRACE_EV_NVME_SETUP) {
         c.nsid = static_cast<uint32_t>(rec.aux);
         if (rec.flags & NVMETRACE_REC_HAS_CID) {
@@ -504,6 +518,7 @@ void Assembler::push_target(const nvmetrace_rec& rec, int slot) {
 void Assembler::emit(Command& c) {
     // a passthrough command has no bio: it starts at nvme_setup_cmd
     const int first = c.side == Side::target ? target_ends_[0]
+                      : c.spdk_host          ? event_slot(NVMETRACE_EV_SPDK_SUBMIT)
                       : c.passthru           ? event_slot(NVMETRACE_EV_NVME_SETUP)
                                              : host_ends_[0];
     if (!c.has(first)) {

@@ -67,6 +67,7 @@ struct Command {
                                // the reap's slot holds when the kernel saw it taken
     uint32_t reap_window_ns = 0;  // with reap_ring: how much earlier it may have been taken
     bool spdk_target = false;     // its target side was SPDK's (records of NVMETRACE_REC_SPDK)
+    bool spdk_host = false;       // host: SPDK's NVMe driver (SPDK_SUBMIT): no block layer
     bool failed_over = false;     // host: a request whose bios were taken back at block_rq_complete
                                   // (nvme multipath failover: its path failed, e.g. a controller
                                   // reset) and sent again on a later request; not a finished I/O

@@ -15,6 +15,16 @@ bool in_view(const ComponentDef& c, View view) {
     return c.views & static_cast<uint8_t>(view);
 }
 
+// Whether a command with the events `present` may lack the event of `slot`.
+// A command of SPDK's host driver (it has SPDK_SUBMIT) never passed the
+// kernel's block layer or nvme-core: for it every host event is optional.
+bool optional_in(int slot, EventMask present) {
+    if (kEvents[slot].optional)
+        return true;
+    static const int spdk = event_slot(NVMETRACE_EV_SPDK_SUBMIT);
+    return kEvents[slot].side == Side::host && (present >> spdk & 1u);
+}
+
 // First and last events of a view's path for a command with the events
 // `present`: the `from` of its first depth-0 row that is present or required
 // and the `to` of its last (optional rows at either end, such as the
@@ -23,7 +33,9 @@ bool in_view(const ComponentDef& c, View view) {
 // that have them).  present = 0: the required ends.
 ViewEnds table_ends(View view, std::span<const ComponentDef> table, EventMask present = 0) {
     ViewEnds e;
-    auto counts = [present](int slot) { return (present >> slot & 1u) || !kEvents[slot].optional; };
+    auto counts = [present](int slot) {
+        return (present >> slot & 1u) || !optional_in(slot, present);
+    };
     for (const auto& c : table) {
         if (c.depth != 0 || !in_view(c, view))
             continue;
@@ -126,7 +138,7 @@ std::vector<const ComponentDef*> path_of(View view, EventMask present,
                 next = &c;
                 break;
             }
-            if (!fallback && !kEvents[to].optional)
+            if (!fallback && !optional_in(to, present))
                 fallback = &c;
         }
         if (!next)
@@ -381,6 +393,10 @@ Span span_of(const Layout& l, SubmitPath path, bool reap_unseen, bool reap_ring)
             s.from = "the file submission";
             notes.push_back("the system call's entry is not recorded");
             break;
+        case NVMETRACE_EV_SPDK_SUBMIT:
+            s.from = "the command handed to SPDK's queue pair (NVME_TCP_SUBMIT)";
+            notes.push_back("the app's own time before it is not recorded");
+            break;
         case NVMETRACE_EV_NVME_SETUP:
             s.from = "nvme_setup_cmd (passthrough)";
             notes.push_back("the submission above the driver is not recorded");
@@ -412,6 +428,10 @@ Span span_of(const Layout& l, SubmitPath path, bool reap_unseen, bool reap_ring)
                                           "with no system call waiting for it, or posted by an "
                                           "io thread)"
                                         : "its reap is not recorded");
+            break;
+        case NVMETRACE_EV_SPDK_COMPLETE:
+            s.to = "its response processed, before the app's callback (NVME_TCP_COMPLETE)";
+            notes.push_back("the callback is not recorded");
             break;
         case NVMETRACE_EV_AIO_COMPLETE:
             s.to = "the aio completion posted";

@@ -144,6 +144,14 @@ inline constexpr ComponentDef kComponents[] = {
      "network", kJoined, 0},
     {"network: wire and NICs (computed)", NVMETRACE_EV_RDMA_POST_SEND, NVMETRACE_EV_NVMET_INIT,
      "network", kJoined, 0},
+    // SPDK's NVMe/TCP host driver: from the command handed to its queue pair to its response
+    // processed; before the target's rows, so that its path starts here
+    {"network and target (not recorded)", NVMETRACE_EV_SPDK_SUBMIT, NVMETRACE_EV_SPDK_COMPLETE,
+     "network and target (not recorded)", kHost, 0},
+    {"network: wire and NICs (computed)", NVMETRACE_EV_SPDK_SUBMIT, NVMETRACE_EV_TCPT_CMD_RECV,
+     "network", kJoined, 0},
+    {"network: wire and NICs (computed)", NVMETRACE_EV_SPDK_SUBMIT, NVMETRACE_EV_NVMET_INIT,
+     "network", kJoined, 0},
     // the capsule's send completion, before or after the response
     {"command posted to send done (RDMA)", NVMETRACE_EV_RDMA_POST_SEND, NVMETRACE_EV_RDMA_SEND_DONE,
      "network", kHost | kJoined, 1},
@@ -214,6 +222,8 @@ inline constexpr ComponentDef kComponents[] = {
     {"network (seam)", NVMETRACE_EV_NVMET_COMPLETE, NVMETRACE_EV_TCP_RSP_RECV, "network", kJoined,
      0, true},
     {"network (seam)", NVMETRACE_EV_NVMET_COMPLETE, NVMETRACE_EV_NVME_COMPLETE, "network", kJoined,
+     0, true},
+    {"network (seam)", NVMETRACE_EV_NVMET_COMPLETE, NVMETRACE_EV_SPDK_COMPLETE, "network", kJoined,
      0, true},
     // nvme-tcp host receive path: the C2H data, then the response capsule;
     // or the C2H data whose SUCCESS flag completes the command

@@ -112,6 +112,10 @@ inline constexpr EventDef kEvents[] = {
      true},
     {NVMETRACE_EV_TCPT_H2C_RECV, "nvmet_tcp_build_pdu_iovec (H2C data)", Side::target, 5, true,
      true},
+    // SPDK's NVMe/TCP host driver, from its trace (record --spdk-host): no block layer and no
+    // nvme-core, so a command with these has none of the host's required events
+    {NVMETRACE_EV_SPDK_SUBMIT, "NVME_TCP_SUBMIT (SPDK)", Side::host, 4, true},
+    {NVMETRACE_EV_SPDK_COMPLETE, "NVME_TCP_COMPLETE (SPDK)", Side::host, 9, true},
 };
 // Command::ts capacity, bits of Command::present; Stats keys a path by present << 8 | view
 inline constexpr size_t kMaxEvents = 48;

@@ -57,14 +57,14 @@ uint64_t target_anchor(const Command& c) {
 }  // namespace
 
 int host_send_slot(const Command& c) {
-    return first_present(
-        c, {NVMETRACE_EV_TCP_CMD_SEND, NVMETRACE_EV_RDMA_POST_SEND, NVMETRACE_EV_RQ_ISSUE});
+    return first_present(c, {NVMETRACE_EV_TCP_CMD_SEND, NVMETRACE_EV_RDMA_POST_SEND,
+                             NVMETRACE_EV_RQ_ISSUE, NVMETRACE_EV_SPDK_SUBMIT});
 }
 
 int host_receive_slot(const Command& c) {
     return first_present(
         c, {NVMETRACE_EV_TCP_C2H_RECV, NVMETRACE_EV_TCP_RSP_RECV, NVMETRACE_EV_RDMA_RECV_DONE,
-            NVMETRACE_EV_NVME_COMPLETE, NVMETRACE_EV_RQ_COMPLETE});
+            NVMETRACE_EV_NVME_COMPLETE, NVMETRACE_EV_RQ_COMPLETE, NVMETRACE_EV_SPDK_COMPLETE});
 }
 
 int target_receive_slot(const Command& c) {
@@ -79,6 +79,11 @@ int target_send_slot(const Command& c) {
 Command join_commands(const Command& host, const Command& target, int64_t* network_ns) {
     Command j = host;
     j.spdk_target = target.spdk_target;
+    if (j.size_in_blocks && !target.size_in_blocks && target.size) {
+        // SPDK's host knows no block size; the target's namespace does
+        j.size = target.size;
+        j.size_in_blocks = false;
+    }
     const int done = target_send_slot(target);
     const int init = target_receive_slot(target);
     const int recv = host_receive_slot(host);
@@ -519,12 +524,15 @@ std::optional<int64_t> boot_wall(const RecordingMeta& m) {
 }  // namespace
 
 KeyFields key_fields(const RecordingMeta& m) {
-    // "spdk": {"role": "target", "transport": "tcp", ...}: SPDK's entries name no command
-    // or namespace id; its TCP queue pairs name their queue id, its RDMA ones do not
+    // "spdk": {"role": "target", "transport": "tcp", ...}: SPDK's target entries name no
+    // command or namespace id; its TCP queue pairs name their queue id, its RDMA ones do not.
+    // SPDK's host entries name the command id and queue, not the namespace.
     const auto it = m.extra.find("spdk");
     if (it == m.extra.end() || !it->is_object())
         return {};
     const auto role = it->find("role");
+    if (role != it->end() && *role == "host")
+        return {.cid = true, .nsid = false, .qid = true};
     if (role == it->end() || *role != "target")
         return {};
     const auto tr = it->find("transport");

@@ -493,6 +493,7 @@ Summary Stats::summary(uint64_t duration_ns) const {
                 it = s.throughput.insert(s.throughput.end(), OpThroughput{g.op, 0, 0});
             it->iops += gs.rate;
             it->bytes_per_s += gs.bytes_per_s;
+            it->bytes_unknown = it->bytes_unknown || key.size_in_blocks;
         }
         if (key.spdk) {
             for (auto& st : gs.stages)

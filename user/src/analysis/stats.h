@@ -253,6 +253,7 @@ struct OpThroughput {
     Op op = Op::read;
     double iops = 0;
     double bytes_per_s = 0;
+    bool bytes_unknown = false;  // some of its commands' sizes are in blocks of no known size
 };
 
 struct Summary {

@@ -181,6 +181,9 @@ int run(int argc, char** argv) {
     record->add_option("--spdk-target", rec.spdk_target,
                        "Record SPDK's NVMe-oF target (nvmf_tgt) from its trace ring: its "
                        "binary, pid or trace file (/dev/shm/nvmf_trace.*); no module needed");
+    record->add_option("--spdk-host", rec.spdk_host,
+                       "Record an app on SPDK's NVMe/TCP driver (spdk_nvme_perf -y nvme_tcp:0x3) "
+                       "from its trace ring: its binary, pid or trace file; no module needed");
     record->add_option("--spdk-rpc", rec.spdk_rpc,
                        "The SPDK target's RPC socket, for its namespaces and block sizes "
                        "(default /var/tmp/spdk.sock)");

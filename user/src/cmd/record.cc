@@ -352,8 +352,8 @@ int split_record_command(int argc, char** argv, std::vector<std::string>& comman
 }
 
 int run_record(const RecordOptions& opts) {
-    if (!opts.spdk_target.empty())
-        return run_record_spdk_target(opts);
+    if (!opts.spdk_target.empty() || !opts.spdk_host.empty())
+        return run_record_spdk(opts);
     uint32_t role = 0;
     if (opts.roles.empty()) {
         std::string said;

@@ -36,6 +36,7 @@ struct RecordOptions {
     std::vector<std::string> command;  // record -- CMD ARGS: record while it runs
     std::string spdk_target;           // --spdk-target: SPDK's nvmf_tgt (binary, pid, trace)
     std::string spdk_rpc;              // --spdk-rpc: its RPC socket ("": SPDK's default)
+    std::string spdk_host;             // --spdk-host: an app on SPDK's NVMe/TCP driver
 };
 
 // `record [options] -- CMD ARGS...`: the arguments after record's first
@@ -56,8 +57,9 @@ uint32_t role_from_machine(size_t host_namespaces, bool devices_named, size_t nv
 // Returns 0, or with a command its status as a shell gives it (its exit
 // code, or 128 + the signal that ended it).
 int run_record(const RecordOptions& opts);
-// record --spdk-target: SPDK's target from its trace ring (cmd/record_spdk.cc).
-int run_record_spdk_target(const RecordOptions& opts);
+// record --spdk-target / --spdk-host: SPDK's target, or an app on SPDK's
+// NVMe/TCP driver, from its trace ring (cmd/record_spdk.cc).
+int run_record_spdk(const RecordOptions& opts);
 
 // The recording's name when -o is not given: in the current folder, as
 // perf record's perf.data.

@@ -1,7 +1,8 @@
-// `nvmetrace record --spdk-target`: an SPDK NVMe-oF target recorded from its
-// own trace ring, with no module and no change to SPDK.  The ring is read
-// every few milliseconds (RingFollower), its entries made into records
-// (TargetCommands) on CLOCK_MONOTONIC, and written as any recording is.
+// `nvmetrace record --spdk-target` / `--spdk-host`: an SPDK NVMe-oF target,
+// or an app on SPDK's NVMe/TCP driver, recorded from its own trace ring, with
+// no module and no change to SPDK.  The ring is read every few milliseconds
+// (RingFollower), its entries made into records (TargetCommands,
+// HostCommands) on CLOCK_MONOTONIC, and written as any recording is.
 #include "analysis/assembler.h"
 #include "analysis/device_table.h"
 #include "analysis/stats.h"
@@ -9,6 +10,7 @@
 #include "format/recfile.h"
 #include "kernel/devices.h"
 #include "report/printer.h"
+#include "spdk/host_commands.h"
 #include "spdk/process.h"
 #include "spdk/ring_follower.h"
 #include "spdk/rpc.h"
@@ -48,45 +50,71 @@ int64_t mono_ns() {
 
 }  // namespace
 
-int run_record_spdk_target(const RecordOptions& opts) {
-    for (const auto& r : opts.roles)
-        if (r == "host")
-            throw Error(
-                "--spdk-target records SPDK's target alone: record the kernel host in a "
-                "recording of its own (nvmetrace record -r host, beside it)");
-    if (opts.sample == 0)
-        throw Error("-s 0: sample 1 of N commands, N >= 1");
-    if (!opts.transport.empty() && opts.transport != "tcp" && opts.transport != "rdma")
-        throw Error(fmt::format("-t {}: the transport is tcp or rdma", opts.transport));
-    if (!opts.command.empty())
-        throw Error("--spdk-target records while SPDK's target runs: no command after --");
-    check_record_output(opts.output);
+namespace {
 
-    const spdk::Source src = spdk::find_source(opts.spdk_target);
+// The one process of an SPDK app with a trace ring that `arg` names.
+spdk::Process traced_process(const std::string& opt, const std::string& arg, bool target) {
+    const char* app = target ? "nvmf_tgt" : "the app (spdk_nvme_perf -y nvme_tcp:0x3)";
+    const char* start =
+        target ? "-e nvmf_tcp:0x401,bdev:0x3 (TCP) or -e nvmf_rdma:0x101,bdev:0x3 (RDMA)"
+               : "-y nvme_tcp:0x3 (spdk_nvme_perf) or -e nvme_tcp:0x3";
+    const spdk::Source src = spdk::find_source(arg);
     std::vector<spdk::Process> traced;
     for (const auto& p : src.processes)
         if (!p.trace.empty())
             traced.push_back(p);
     if (src.processes.empty())
-        throw Error(
-            fmt::format("--spdk-target {}: no process of it is running; start nvmf_tgt "
-                        "with -e nvmf_tcp:0x401,bdev:0x3 (TCP) first",
-                        opts.spdk_target));
+        throw Error(fmt::format("{} {}: no process of it is running; start {} with {} first", opt,
+                                arg, app, start));
     if (traced.empty())
-        throw Error(
-            fmt::format("--spdk-target {}: process {} has no trace ring: start it with "
-                        "-e nvmf_tcp:0x401,bdev:0x3 (TCP) or -e nvmf_rdma:0x101,bdev:0x3 (RDMA)",
-                        opts.spdk_target, src.processes.front().pid));
+        throw Error(fmt::format("{} {}: process {} has no trace ring: start it with {}", opt, arg,
+                                src.processes.front().pid, start));
     if (traced.size() > 1) {
         std::string pids;
         for (const auto& p : traced)
             pids += fmt::format(" {}", p.pid);
         throw Error(
-            fmt::format("--spdk-target {}: {} processes of it run with a trace ring "
-                        "({}): name one by its pid",
-                        opts.spdk_target, traced.size(), pids.substr(1)));
+            fmt::format("{} {}: {} processes of it run with a trace ring ({}): name one "
+                        "by its pid",
+                        opt, arg, traced.size(), pids.substr(1)));
     }
-    const spdk::Process proc = traced.front();
+    return traced.front();
+}
+
+// A host recording's device for an SPDK app: it has no block device; its
+// commands carry this dev (major 4095, the pid's low 20 bits as minor).
+uint32_t spdk_host_dev(int pid) {
+    return 4095u << 20 | (static_cast<uint32_t>(pid) & 0xfffffu);
+}
+
+}  // namespace
+
+int run_record_spdk(const RecordOptions& opts) {
+    const bool target = !opts.spdk_target.empty();
+    const std::string opt = target ? "--spdk-target" : "--spdk-host";
+    const std::string& arg = target ? opts.spdk_target : opts.spdk_host;
+    if (target && !opts.spdk_host.empty())
+        throw Error(
+            "--spdk-target and --spdk-host: one SPDK app a recording; record the other beside it");
+    for (const auto& r : opts.roles)
+        if (r != (target ? "target" : "host"))
+            throw Error(fmt::format(
+                "{} records SPDK's {} alone: record the kernel's {} in a recording of its own "
+                "(nvmetrace record -r {}, beside it)",
+                opt, target ? "target" : "host", r, r));
+    if (opts.sample == 0)
+        throw Error("-s 0: sample 1 of N commands, N >= 1");
+    if (!opts.transport.empty() && opts.transport != "tcp" && opts.transport != "rdma")
+        throw Error(fmt::format("-t {}: the transport is tcp or rdma", opts.transport));
+    if (!target && opts.transport == "rdma")
+        throw Error(
+            "--spdk-host -t rdma: SPDK's NVMe/RDMA initiator has no tracepoints; only its TCP "
+            "initiator can be recorded");
+    if (!opts.command.empty())
+        throw Error(fmt::format("{} records while SPDK's app runs: no command after --", opt));
+    check_record_output(opts.output);
+
+    const spdk::Process proc = traced_process(opt, arg, target);
     spdk::RingFollower ring(proc.trace);
     const spdk::TraceFile& layout = ring.layout();
 
@@ -96,7 +124,9 @@ int run_record_spdk_target(const RecordOptions& opts) {
         return t && layout.enabled(t->id);
     };
     std::vector<std::string> transports;
-    if (opts.transport.empty()) {
+    if (!target) {
+        transports.push_back("tcp");
+    } else if (opts.transport.empty()) {
         if (on("TCP_REQ_NEW"))
             transports.push_back("tcp");
         if (on("RDMA_REQ_NEW"))
@@ -107,57 +137,74 @@ int run_record_spdk_target(const RecordOptions& opts) {
         transports.push_back(opts.transport);
     }
     for (const auto& tr : transports)
-        for (const auto& need : spdk::needs(true, tr))
+        for (const auto& need : spdk::needs(target, tr))
             if (!on(need.tpoint))
                 throw Error(fmt::format(
-                    "--spdk-target: SPDK's tracepoint {} ({}) is off in {}; nvmetrace probe "
-                    "--spdk-target {} says how to start the target with it on",
-                    need.tpoint, need.group, proc.trace, opts.spdk_target));
+                    "{}: SPDK's tracepoint {} ({}) is off in {}; nvmetrace probe {} {} says how "
+                    "to start the app with it on",
+                    opt, need.tpoint, need.group, proc.trace, opt, arg));
 
-    // Which namespace each bdev serves, and its block size: SPDK's RPC socket
+    // The target: which namespace each bdev serves, and its block size (SPDK's RPC socket)
     std::unordered_map<std::string, uint32_t> nsid_of;
     nlohmann::json devices = nlohmann::json::array();
-    const std::string sock = opts.spdk_rpc.empty() ? spdk::kDefaultRpcSocket : opts.spdk_rpc;
-    try {
-        const auto nss = spdk::namespaces_of(spdk::rpc_call(sock, "nvmf_get_subsystems"),
-                                             spdk::rpc_call(sock, "bdev_get_bdevs"));
-        for (const auto& ns : nss) {
-            nsid_of[ns.bdev] = ns.nsid;
-            devices.push_back({{"kind", "target_ns"},
-                               {"subsysnqn", ns.subsysnqn},
-                               {"nsid", ns.nsid},
-                               {"device_path", "spdk bdev " + ns.bdev},
-                               {"lbs", ns.block_size},
-                               {"enabled", true}});
+    if (target) {
+        const std::string sock = opts.spdk_rpc.empty() ? spdk::kDefaultRpcSocket : opts.spdk_rpc;
+        try {
+            const auto nss = spdk::namespaces_of(spdk::rpc_call(sock, "nvmf_get_subsystems"),
+                                                 spdk::rpc_call(sock, "bdev_get_bdevs"));
+            for (const auto& ns : nss) {
+                nsid_of[ns.bdev] = ns.nsid;
+                devices.push_back({{"kind", "target_ns"},
+                                   {"subsysnqn", ns.subsysnqn},
+                                   {"nsid", ns.nsid},
+                                   {"device_path", "spdk bdev " + ns.bdev},
+                                   {"lbs", ns.block_size},
+                                   {"enabled", true}});
+            }
+        } catch (const Error& e) {
+            fmt::print(stderr,
+                       "nvmetrace: {}: namespaces and sizes not known (sizes in blocks); "
+                       "--spdk-rpc names the socket of a target started with -r\n",
+                       e.what());
         }
-    } catch (const Error& e) {
-        fmt::print(stderr,
-                   "nvmetrace: {}: namespaces and sizes not known (sizes in blocks); "
-                   "--spdk-rpc names the socket of a target started with -r\n",
-                   e.what());
+    } else {
+        // the app is the host's one "disk"; its block size is not in SPDK's trace
+        devices.push_back({{"kind", "disk"},
+                           {"name", fmt::format("spdk:{}", proc.pid)},
+                           {"dev", spdk_host_dev(proc.pid)},
+                           {"lbs", 0},
+                           {"nsid", 0},
+                           {"cntlid", 0},
+                           {"transport", "tcp"}});
     }
 
     spdk::TscClock clock(layout.tsc_rate);
     clock.add(spdk::TscClock::now());
-    spdk::TargetCommands conv(
-        spdk::TargetTpoints::of(layout), opts.sample, opts.seed,
-        [&clock](uint64_t tsc) { return clock.ns(tsc); },
-        [&ring](uint16_t id) { return ring.owner(id); },
-        [&nsid_of](const std::string& bdev) {
-            const auto it = nsid_of.find(bdev);
-            return it == nsid_of.end() ? uint32_t{0} : it->second;
-        });
+    const auto ns = [&clock](uint64_t tsc) { return clock.ns(tsc); };
+    std::optional<spdk::TargetCommands> tconv;
+    std::optional<spdk::HostCommands> hconv;
+    if (target)
+        tconv.emplace(
+            spdk::TargetTpoints::of(layout), opts.sample, opts.seed, ns,
+            [&ring](uint16_t id) { return ring.owner(id); },
+            [&nsid_of](const std::string& bdev) {
+                const auto it = nsid_of.find(bdev);
+                return it == nsid_of.end() ? uint32_t{0} : it->second;
+            });
+    else
+        hconv.emplace(spdk::HostTpoints::of(layout), opts.sample, opts.seed,
+                      spdk_host_dev(proc.pid), ns);
 
     RecordingMeta meta = make_recording_meta();
     meta.tool_version = kToolVersion;
-    meta.role = "target";
+    meta.role = target ? "target" : "host";
     meta.transport = transports.size() == 1 ? transports.front() : "unknown";
     meta.sample = opts.sample;
     meta.seed = opts.seed;
     meta.command_line = opts.command_line;
     meta.devices = devices;
-    meta.extra["spdk"] = {{"role", "target"},    {"transport", meta.transport},
-                          {"app", src.binary},   {"pid", proc.pid},
+    meta.extra["spdk"] = {{"role", meta.role},   {"transport", meta.transport},
+                          {"app", arg},          {"pid", proc.pid},
                           {"trace", proc.trace}, {"tsc_rate", layout.tsc_rate}};
 
     const RecordOutput output = prepare_record_output(opts.output);
@@ -178,7 +225,7 @@ int run_record_spdk_target(const RecordOptions& opts) {
                  .origin_ns = static_cast<uint64_t>(meta.start_monotonic_ns)},
                 [&](const Interval& iv) {
                     if (!header_printed) {
-                        fmt::print("{}", live_header(interval_ns, false));
+                        fmt::print("{}", live_header(interval_ns, !target));
                         header_printed = true;
                     }
                     fmt::print("{}", live_rows(iv));
@@ -200,9 +247,9 @@ int run_record_spdk_target(const RecordOptions& opts) {
     sigaction(SIGTERM, &sa, nullptr);
 
     fmt::print(
-        "nvmetrace: profiling as target, SPDK's (process {}, trace {}), sampling {}, saving "
+        "nvmetrace: profiling as {}, SPDK's (process {}, trace {}), sampling {}, saving "
         "records; Ctrl-C to stop\n",
-        proc.pid, proc.trace,
+        meta.role, proc.pid, proc.trace,
         opts.sample == 1 ? std::string("every command")
                          : fmt::format("1 of {} commands", opts.sample));
     std::fflush(stdout);
@@ -210,13 +257,17 @@ int run_record_spdk_target(const RecordOptions& opts) {
     const int64_t until =
         opts.duration_s > 0 ? t0 + static_cast<int64_t>(opts.duration_s * 1e9) : INT64_MAX;
     bool gone = false;
+    auto feed = [&](const std::vector<spdk::RingFollower::Entry>& entries) {
+        for (const auto& e : entries)
+            target ? tconv->push(e.entry) : hconv->push(e.entry);
+    };
     while (!g_spdk_stop.load() && mono_ns() < until) {
         const auto entries = ring.poll();
         clock.add(spdk::TscClock::now());
-        for (const auto& e : entries)
-            conv.push(e.entry);
-        conv.expire(static_cast<uint64_t>(mono_ns()));
-        put(conv.release());
+        feed(entries);
+        const auto now = static_cast<uint64_t>(mono_ns());
+        target ? tconv->expire(now) : hconv->expire(now);
+        put(target ? tconv->release() : hconv->release());
         writer.flush_if_due();
         if (kill(proc.pid, 0) != 0 && errno == ESRCH) {
             gone = true;
@@ -226,48 +277,62 @@ int run_record_spdk_target(const RecordOptions& opts) {
         nanosleep(&nap, nullptr);
     }
     const int64_t t_end = mono_ns();
-    for (const auto& e : ring.poll())
-        conv.push(e.entry);
-    put(conv.release_all());
+    feed(ring.poll());
+    put(target ? tconv->release_all() : hconv->release_all());
     assembler.finish();
     if (interval_ns)
         stats.flush_interval(static_cast<uint64_t>(t_end));
     if (gone)
-        fmt::print(stderr, "nvmetrace: SPDK's target (process {}) exited: recording ended\n",
+        fmt::print(stderr, "nvmetrace: SPDK's {} (process {}) exited: recording ended\n", meta.role,
                    proc.pid);
 
-    const spdk::TargetCounts& tc = conv.counts();
     RecordingTrailer trailer;
     trailer.lost = ring.lost();
-    trailer.stats = {{"commands", tc.commands},
-                     {"spdk",
-                      {{"ring_entries_lost", ring.lost()},
-                       {"not_sampled", tc.not_sampled},
-                       {"no_bdev_io", tc.no_bdev_io},
-                       {"unfinished", tc.unfinished},
-                       {"abandoned", tc.abandoned},
-                       {"in_flight_at_end", tc.cut_end},
-                       {"no_qid", tc.no_qid},
-                       {"no_nsid", tc.no_nsid}}}};
+    uint64_t commands = 0;
+    if (target) {
+        const spdk::TargetCounts& tc = tconv->counts();
+        commands = tc.commands;
+        trailer.stats = {{"commands", tc.commands},
+                         {"spdk",
+                          {{"ring_entries_lost", ring.lost()},
+                           {"not_sampled", tc.not_sampled},
+                           {"no_bdev_io", tc.no_bdev_io},
+                           {"unfinished", tc.unfinished},
+                           {"abandoned", tc.abandoned},
+                           {"in_flight_at_end", tc.cut_end},
+                           {"no_qid", tc.no_qid},
+                           {"no_nsid", tc.no_nsid}}}};
+        if (tc.no_qid)
+            fmt::print(stderr,
+                       "nvmetrace: {} commands without a queue id (their queue pair's trace owner "
+                       "named none): joined by LBA and time alone\n",
+                       tc.no_qid);
+    } else {
+        const spdk::HostCounts& hc = hconv->counts();
+        commands = hc.commands;
+        trailer.stats = {{"commands", hc.commands},
+                         {"spdk",
+                          {{"ring_entries_lost", ring.lost()},
+                           {"not_sampled", hc.not_sampled},
+                           {"other", hc.other},
+                           {"unfinished", hc.unfinished},
+                           {"abandoned", hc.abandoned},
+                           {"in_flight_at_end", hc.cut_end}}}};
+    }
     writer.close(trailer);
     if (ring.lost())
         fmt::print(stderr,
                    "nvmetrace: SPDK overwrote {} trace entries before they were read: start "
-                   "the target with a larger ring (--num-trace-entries)\n",
+                   "the app with a larger ring (--num-trace-entries)\n",
                    ring.lost());
-    if (tc.no_qid)
-        fmt::print(stderr,
-                   "nvmetrace: {} commands without a queue id (their queue pair's trace owner "
-                   "named none): joined by LBA and time alone\n",
-                   tc.no_qid);
 
     const Summary summary = stats.summary(static_cast<uint64_t>(t_end - t0));
-    fmt::print("nvmetrace: {} commands ({} records) written to {}\n\n", tc.commands,
+    fmt::print("nvmetrace: {} commands ({} records) written to {}\n\n", commands,
                writer.records_written(), output.path);
     ReportOptions ro;
     ro.detail = opts.detail;
     ro.origin_ns = static_cast<uint64_t>(meta.start_monotonic_ns);
-    ro.lost_target = ring.lost();
+    (target ? ro.lost_target : ro.lost_host) = ring.lost();
     fmt::print("{}", summary_text(summary, assembler.counts(), ro));
     return 0;
 }

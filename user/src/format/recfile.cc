@@ -230,6 +230,8 @@ const std::map<uint16_t, std::string>& default_event_names() {
         {NVMETRACE_EV_RDMAT_RSP_POST, "rdmat_rsp_post"},
         {NVMETRACE_EV_RDMAT_SEND_DONE, "rdmat_send_done"},
         {NVMETRACE_EV_GAP, "gap"},
+        {NVMETRACE_EV_SPDK_SUBMIT, "spdk_submit"},
+        {NVMETRACE_EV_SPDK_COMPLETE, "spdk_complete"},
     };
     return names;
 }

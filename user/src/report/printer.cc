@@ -56,6 +56,8 @@ std::string sampling_phrase(uint32_t n) {
 std::string throughput_words(const OpThroughput& t) {
     const std::string iops = t.iops >= 999.95 ? fmt::format("{:.1f} kIOPS", t.iops / 1e3)
                                               : fmt::format("{:.1f} IOPS", t.iops);
+    if (t.bytes_unknown)
+        return iops + ", bytes not known (sizes in blocks of no known size)";
     const std::string bw = t.bytes_per_s >= 999.95e3
                                ? fmt::format("{:.1f} MB/s", t.bytes_per_s / 1e6)
                                : fmt::format("{:.1f} kB/s", t.bytes_per_s / 1e3);
@@ -421,7 +423,10 @@ nlohmann::json summary_json(const Summary& s, const AssemblyCounts& counts,
     j["throughput"] = json::array();
     for (const auto& t : s.throughput)
         j["throughput"].push_back(
-            {{"op", op_name(t.op)}, {"iops", t.iops}, {"bytes_per_s", t.bytes_per_s}});
+            {{"op", op_name(t.op)},
+             {"iops", t.iops},
+             // null: some sizes are in blocks of no known size (SPDK's host alone)
+             {"bytes_per_s", t.bytes_unknown ? nlohmann::json() : nlohmann::json(t.bytes_per_s)}});
     j["groups"] = json::array();
     for (const auto& g : s.groups) {
         json jg = {
@@ -433,6 +438,7 @@ nlohmann::json summary_json(const Summary& s, const AssemblyCounts& counts,
             {"passthrough", g.passthru},
             {"failed_over_before", g.resent},
             {"view", view_name(g.view)},
+            {"spdk_target", g.spdk_target},  // its target side is SPDK's (record --spdk-target)
             {"missing", g.missing},
             {"span",
              {{"from", g.span.from},

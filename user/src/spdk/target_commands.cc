@@ -231,6 +231,8 @@ std::vector<nvmetrace_rec> TargetCommands::release_all() {
     reqs_.clear();
     by_bdev_.clear();
     std::vector<nvmetrace_rec> out = release();
+    for (auto& r : done_)
+        r.seq = seq_++;
     out.insert(out.end(), done_.begin(), done_.end());
     done_.clear();
     return out;

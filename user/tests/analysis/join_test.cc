@@ -1025,5 +1025,67 @@ TEST(Join, KeyFieldsOneSourceLacksAreLeftOutOfEveryKey) {
     EXPECT_THROW(jn.add_source(ts), std::logic_error);
 }
 
+// The host recording of `from` as SPDK's host recorder writes it: no block layer, the
+// command handed to the queue pair at block_rq_issue's time, its response processed at
+// nvme_complete_rq's; no namespace id.
+void as_spdk_host(const fs::path& from, const fs::path& to) {
+    RecordingReader in = RecordingReader::open(from);
+    RecordingMeta meta = in.meta();
+    meta.extra["spdk"] = {{"role", "host"}, {"transport", "tcp"}};
+    RecordingWriter out = RecordingWriter::open(to);
+    out.write_meta(meta);
+    std::map<uint64_t, uint16_t> cids;  // (dev, qid, tag) in flight -> its command id
+    in.for_each([&](std::span<const nvmetrace_rec> recs) {
+        std::vector<nvmetrace_rec> v;
+        for (nvmetrace_rec r : recs) {
+            const uint64_t k = uint64_t{r.dev} << 32 | uint64_t{r.qid} << 16 | r.tag;
+            if (r.event == NVMETRACE_EV_NVME_SETUP)
+                cids[k] = r.cid;
+            if (r.event != NVMETRACE_EV_RQ_ISSUE && r.event != NVMETRACE_EV_NVME_COMPLETE)
+                continue;
+            r.event = r.event == NVMETRACE_EV_RQ_ISSUE ? NVMETRACE_EV_SPDK_SUBMIT
+                                                       : NVMETRACE_EV_SPDK_COMPLETE;
+            r.cid = cids.at(k);
+            r.flags = static_cast<uint8_t>(r.flags | NVMETRACE_REC_SPDK | NVMETRACE_REC_HAS_CID |
+                                           NVMETRACE_REC_HAS_QID);
+            v.push_back(r);
+        }
+        out.append(v);
+    });
+    out.close();
+}
+
+TEST(JoinFiles, SpdkHostJoinsAKernelTargetAndAnSpdkTarget) {
+    for (bool spdk_target : {false, true}) {
+        SCOPED_TRACE(spdk_target ? "SPDK's target" : "the kernel's target");
+        Dir d;
+        synth::Options o;
+        o.commands = 3000;
+        synth::write(d / "h.ntr", d / "t.ntr", o);  // clocks an hour apart: calibrated
+        as_spdk_host(d / "h.ntr", d / "sh.ntr");
+        if (spdk_target)
+            as_spdk_target(d / "t.ntr", d / "st.ntr", true);
+        JoinFilesOptions jo;
+        jo.window_ns = 100'000'000;
+        JoinedReport r = join_files({d / "sh.ntr", d / (spdk_target ? "st.ntr" : "t.ntr")}, jo);
+        EXPECT_EQ(r.join.host, 3000u);
+        EXPECT_EQ(r.join.matched, 3000u);
+        EXPECT_EQ(r.join.negative_network, 0u);
+        EXPECT_EQ(r.join.ambiguous, 0u);
+        const GroupSummary* g = joined_group(r.summary);
+        ASSERT_NE(g, nullptr);
+        EXPECT_TRUE(g->missing.empty());
+        EXPECT_EQ(g->spdk_target, spdk_target);
+        // the host's span: from the command handed to SPDK's queue pair to its response
+        const double span =
+            o.net_out + o.target_submit + o.storage + o.target_complete + o.net_back + 0.0;
+        EXPECT_NEAR(g->mean_us, span / 1e3, span / 1e3 * 0.1);
+        double stages = 0;
+        for (const auto& st : g->stages)
+            stages += st.mean_us;
+        EXPECT_NEAR(stages, g->mean_us, 1e-6);
+    }
+}
+
 }  // namespace
 }  // namespace nvmetrace

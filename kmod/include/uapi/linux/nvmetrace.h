@@ -190,6 +190,17 @@ enum nvmetrace_event {
 	 */
 	NVMETRACE_EV_GAP		= 192,
 
+	/*
+	 * SPDK's NVMe/TCP driver on the host (spdk_nvme_perf, or any app on
+	 * SPDK's NVMe driver), written by the recorder from SPDK's trace
+	 * (record --spdk-host), never by the module; flags has
+	 * NVMETRACE_REC_SPDK.  SUBMIT: the command handed to its queue pair
+	 * (NVME_TCP_SUBMIT); COMPLETE: its response processed, before the
+	 * app's callback (NVME_TCP_COMPLETE), aux the NVMe status.
+	 */
+	NVMETRACE_EV_SPDK_SUBMIT	= 208,
+	NVMETRACE_EV_SPDK_COMPLETE	= 209,
+
 	NVMETRACE_EV_MAX		= 255,
 };
 
@@ -199,12 +210,7 @@ enum nvmetrace_event {
 #define NVMETRACE_REC_HAS_QID		(1u << 2)	/* qid is known */
 #define NVMETRACE_REC_LEN_BLOCKS	(1u << 3)	/* len counts logical blocks, not bytes */
 #define NVMETRACE_REC_PASSTHRU		(1u << 4)	/* a passthrough command: no bio */
-/*
- * Written by the recorder from an SPDK application's trace, never by the
- * module: the event is the kernel's of the same place in the path
- * (Documentation/spdk.md), cid a number of the recorder's own.
- */
-#define NVMETRACE_REC_SPDK		(1u << 5)
+#define NVMETRACE_REC_SPDK		(1u << 5)	/* from an SPDK app's trace, not the module */
 
 /*
  * aux of NVMETRACE_EV_TCP_C2H_RECV: the PDU's data offset in the low 32 bits,
