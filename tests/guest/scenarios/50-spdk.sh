@@ -69,7 +69,7 @@ grep -q '^target (module nvmet' "$RESULTS/probe-both.txt" && fail "probe checked
 # what is wrong, said: the kernel host is recorded apart; a process without a trace ring
 "$NVMETRACE_BIN" record -r host --spdk-target "$TGT" -o /tmp/x.ntr >"$RESULTS/record-both.txt" 2>&1 &&
 	fail "record -r host --spdk-target passed"
-grep -q 'record the kernel host in a recording of its own' "$RESULTS/record-both.txt" ||
+grep -q "records SPDK's target alone: record the kernel's host in a recording of its own" "$RESULTS/record-both.txt" ||
 	{ cat "$RESULTS/record-both.txt"; fail "record -r host --spdk-target did not say why"; }
 "$NVMETRACE_BIN" record --spdk-target $$ -o /tmp/x.ntr >"$RESULTS/record-notrace.txt" 2>&1 &&
 	fail "record --spdk-target passed on a process without a trace ring"

@@ -1,11 +1,13 @@
 #include "cmd/compare.h"
 
 #include "analysis/join.h"
+#include "spdk_synth.h"
 #include "synth.h"
 #include "tempdir.h"
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <string>
 
@@ -189,6 +191,40 @@ TEST(Compare, StagesAreMatchedByIdNotByLabel) {
     EXPECT_EQ(storage.id, "storage");
     EXPECT_EQ(storage.moved, 1);
     EXPECT_NEAR(storage.ratio, 3.0, 0.1);
+}
+
+TEST(Compare, LinuxAndSpdkSideBySide) {
+    // the same reads, through the kernel's drivers (A) and through SPDK's on both sides (B)
+    Dir d;
+    synth::Options o;
+    o.commands = 3000;
+    synth::write(d / "ha.ntr", d / "ta.ntr", o);
+    o.rng_seed = 2;
+    synth::write(d / "hb.ntr", d / "tb.ntr", o);
+    synth::as_spdk_host(d / "hb.ntr", d / "shb.ntr");
+    synth::as_spdk_target(d / "tb.ntr", d / "stb.ntr", true);
+    JoinedReport ra = join_files({d / "ha.ntr", d / "ta.ntr"});
+    JoinedReport rb = join_files({d / "shb.ntr", d / "stb.ntr"});
+    ASSERT_EQ(rb.join.matched, 3000u);
+    const Comparison c = compare_summaries(ra.summary, rb.summary);
+    ASSERT_EQ(c.groups.size(), 1u);
+    const GroupDelta& g = c.groups[0];
+    EXPECT_EQ(g.view, View::joined);
+    // the kernel's host block layer has no SPDK counterpart; the rest pair by id
+    const StageDelta& block = stage(g, "host block layer");
+    EXPECT_TRUE(block.a.has_value());
+    EXPECT_FALSE(block.b.has_value());
+    for (const char* id : {"network", "target.driver", "storage"}) {
+        const auto it = std::find_if(g.stages.begin(), g.stages.end(),
+                                     [&](const StageDelta& s) { return s.id == id; });
+        ASSERT_NE(it, g.stages.end()) << id;
+        EXPECT_TRUE(it->a.has_value()) << id;
+        EXPECT_TRUE(it->b.has_value()) << id;
+        EXPECT_EQ(it->moved, 0) << id << ": the same stage times in both runs";
+    }
+    const std::string text = comparison_text(c, "Linux", "SPDK");
+    EXPECT_NE(text.find("host block layer"), std::string::npos) << text;
+    EXPECT_NE(text.find("storage"), std::string::npos) << text;
 }
 
 }  // namespace

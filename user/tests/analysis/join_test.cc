@@ -5,6 +5,7 @@
 #include "analysis/records.h"
 #include "format/recfile.h"
 #include "report/printer.h"
+#include "spdk_synth.h"
 #include "synth.h"
 #include "tempdir.h"
 
@@ -902,38 +903,6 @@ TEST(Join, TwoRecordingsThroughTheAssembler) {
 namespace nvmetrace {
 namespace {
 
-// The target recording of `from` as an SPDK target's recorder writes it: no
-// NVMe command id (a number of its own per command), no namespace id in the
-// key, the flag on every record, and the META saying so.
-void as_spdk_target(const fs::path& from, const fs::path& to, bool tcp) {
-    RecordingReader in = RecordingReader::open(from);
-    RecordingMeta meta = in.meta();
-    meta.extra["spdk"] = {{"role", "target"}, {"transport", tcp ? "tcp" : "rdma"}};
-    RecordingWriter out = RecordingWriter::open(to);
-    out.write_meta(meta);
-    std::map<uint64_t, uint16_t> numbers;  // (qid, cid) in flight -> the recorder's number
-    uint16_t next = 0;
-    in.for_each([&](std::span<const nvmetrace_rec> recs) {
-        std::vector<nvmetrace_rec> v(recs.begin(), recs.end());
-        for (auto& r : v) {
-            const uint64_t k = uint64_t{r.qid} << 16 | r.cid;
-            if (r.event == NVMETRACE_EV_NVMET_INIT)
-                numbers[k] = next++;
-            r.cid = numbers.at(k);
-            r.cntlid = 0;
-            r.flags = static_cast<uint8_t>((r.flags & ~NVMETRACE_REC_HAS_CID) | NVMETRACE_REC_SPDK);
-            if (!tcp) {
-                r.qid = 0;
-                r.flags = static_cast<uint8_t>(r.flags & ~NVMETRACE_REC_HAS_QID);
-            }
-            if (r.event == NVMETRACE_EV_NVMET_INIT)
-                r.aux = 0;  // the namespace not known
-        }
-        out.append(v);
-    });
-    out.close();
-}
-
 TEST(JoinFiles, SpdkTargetJoinsByQueueLbaAndTime) {
     for (bool tcp : {true, false}) {
         SCOPED_TRACE(tcp ? "tcp" : "rdma");
@@ -942,7 +911,7 @@ TEST(JoinFiles, SpdkTargetJoinsByQueueLbaAndTime) {
         o.commands = 3000;
         o.target_offset_ns = 0;  // one machine, as a kernel host beside SPDK's target
         synth::write(d / "h.ntr", d / "t.ntr", o);
-        as_spdk_target(d / "t.ntr", d / "s.ntr", tcp);
+        synth::as_spdk_target(d / "t.ntr", d / "s.ntr", tcp);
         JoinedReport r = join_files({d / "h.ntr", d / "s.ntr"});
         EXPECT_EQ(r.join.host, 3000u);
         EXPECT_EQ(r.join.matched, 3000u);
@@ -971,7 +940,7 @@ TEST(JoinFiles, SpdkTargetOnAnotherMachineIsCalibratedWithoutCommandIds) {
     // an hour apart, and the host's wall clock 20 minutes off: only the commands say
     o.host_wall_error_ns = 1'200'000'000'000;
     synth::write(d / "h.ntr", d / "t.ntr", o);
-    as_spdk_target(d / "t.ntr", d / "s.ntr", true);
+    synth::as_spdk_target(d / "t.ntr", d / "s.ntr", true);
     JoinFilesOptions jo;
     jo.window_ns = 100'000'000;
     JoinedReport r = join_files({d / "h.ntr", d / "s.ntr"}, jo);
@@ -1025,36 +994,6 @@ TEST(Join, KeyFieldsOneSourceLacksAreLeftOutOfEveryKey) {
     EXPECT_THROW(jn.add_source(ts), std::logic_error);
 }
 
-// The host recording of `from` as SPDK's host recorder writes it: no block layer, the
-// command handed to the queue pair at block_rq_issue's time, its response processed at
-// nvme_complete_rq's; no namespace id.
-void as_spdk_host(const fs::path& from, const fs::path& to) {
-    RecordingReader in = RecordingReader::open(from);
-    RecordingMeta meta = in.meta();
-    meta.extra["spdk"] = {{"role", "host"}, {"transport", "tcp"}};
-    RecordingWriter out = RecordingWriter::open(to);
-    out.write_meta(meta);
-    std::map<uint64_t, uint16_t> cids;  // (dev, qid, tag) in flight -> its command id
-    in.for_each([&](std::span<const nvmetrace_rec> recs) {
-        std::vector<nvmetrace_rec> v;
-        for (nvmetrace_rec r : recs) {
-            const uint64_t k = uint64_t{r.dev} << 32 | uint64_t{r.qid} << 16 | r.tag;
-            if (r.event == NVMETRACE_EV_NVME_SETUP)
-                cids[k] = r.cid;
-            if (r.event != NVMETRACE_EV_RQ_ISSUE && r.event != NVMETRACE_EV_NVME_COMPLETE)
-                continue;
-            r.event = r.event == NVMETRACE_EV_RQ_ISSUE ? NVMETRACE_EV_SPDK_SUBMIT
-                                                       : NVMETRACE_EV_SPDK_COMPLETE;
-            r.cid = cids.at(k);
-            r.flags = static_cast<uint8_t>(r.flags | NVMETRACE_REC_SPDK | NVMETRACE_REC_HAS_CID |
-                                           NVMETRACE_REC_HAS_QID);
-            v.push_back(r);
-        }
-        out.append(v);
-    });
-    out.close();
-}
-
 TEST(JoinFiles, SpdkHostJoinsAKernelTargetAndAnSpdkTarget) {
     for (bool spdk_target : {false, true}) {
         SCOPED_TRACE(spdk_target ? "SPDK's target" : "the kernel's target");
@@ -1062,9 +1001,9 @@ TEST(JoinFiles, SpdkHostJoinsAKernelTargetAndAnSpdkTarget) {
         synth::Options o;
         o.commands = 3000;
         synth::write(d / "h.ntr", d / "t.ntr", o);  // clocks an hour apart: calibrated
-        as_spdk_host(d / "h.ntr", d / "sh.ntr");
+        synth::as_spdk_host(d / "h.ntr", d / "sh.ntr");
         if (spdk_target)
-            as_spdk_target(d / "t.ntr", d / "st.ntr", true);
+            synth::as_spdk_target(d / "t.ntr", d / "st.ntr", true);
         JoinFilesOptions jo;
         jo.window_ns = 100'000'000;
         JoinedReport r = join_files({d / "sh.ntr", d / (spdk_target ? "st.ntr" : "t.ntr")}, jo);
