@@ -13,7 +13,8 @@
 # - record --spdk-target refuses -r host beside it, and a process without a trace ring;
 # - SPDK's initiator (spdk_nvme_perf) recorded by record --spdk-host, joined with SPDK's target
 #   (both from their rings) and with the kernel's nvmet-tcp target (by the module): every host
-#   command matched;
+#   command matched; spdk_nvme_perf started by record --spdk-host -- ..., its recorded mean within
+#   2 % of perf's own average;
 # - probe --spdk-host finds spdk_nvme_perf's trace ring while it runs (-y nvme_tcp);
 # - probe of a binary with no process running, and of a pid without a trace ring, fail
 #   and say how to start the app.
@@ -151,6 +152,23 @@ kill -INT $PERF; wait $PERF || true
 spdk_joined spdk-spdk
 jq -e '[.[0].groups[] | select(.view == "joined") | .spdk_target] | length > 0 and all' \
 	"$RESULTS/spdk-spdk-report.json" >/dev/null || fail "spdk-spdk: the joined groups are not SPDK's target's"
+
+# accuracy: spdk_nvme_perf started by the recorder (record --spdk-host APP -- APP ARGS), every
+# command from its first recorded: the recording's mean against perf's own average, within 2 %
+"$NVMETRACE_BIN" record -s 1 --spdk-host "$SPDK/bin/spdk_nvme_perf" -o /tmp/accuracy.ntr -- \
+	"$SPDK/bin/spdk_nvme_perf" --no-huge -s 256 -c 0x2 -q 1 -o 4096 -w randread -t 3 -y nvme_tcp:0x3 \
+	-r "trtype:TCP adrfam:IPv4 traddr:$NVMET_ADDR trsvcid:$NVMET_PORT subnqn:$NQN" \
+	>"$RESULTS/accuracy.out" 2>&1 || { cat "$RESULTS/accuracy.out"; fail "record --spdk-host -- spdk_nvme_perf failed"; }
+cp /tmp/accuracy.ntr "$RESULTS/" || fail "cannot copy the recording"
+perf_avg=$(sed -nE 's/^Total +: +[0-9.]+ +[0-9.]+ +([0-9.]+) .*/\1/p' "$RESULTS/accuracy.out")
+[ -n "$perf_avg" ] || { cat "$RESULTS/accuracy.out"; fail "no average in spdk_nvme_perf's output"; }
+"$NVMETRACE_BIN" report --json /tmp/accuracy.ntr >"$RESULTS/accuracy.json" || fail "report of the accuracy run failed"
+ours=$(jq '[.[0].groups[] | select(.n > 0)] | if length == 1 then .[0].latency_us.mean else empty end' \
+	"$RESULTS/accuracy.json")
+[ -n "$ours" ] || fail "the accuracy run's report has not one group: $(jq -c '[.[0].groups[].label]' "$RESULTS/accuracy.json")"
+awk -v a="$ours" -v p="$perf_avg" 'BEGIN { d = (a - p) / p; exit !(d <= 0.02 && d >= -0.02) }' ||
+	fail "accuracy: the recording's mean $ours us against spdk_nvme_perf's average $perf_avg us: more than 2 % apart"
+log "accuracy: spdk_nvme_perf's average $perf_avg us, the recording's mean $ours us"
 
 # what is wrong, said: no process of the binary, a process without a trace ring
 "$NVMETRACE_BIN" probe --spdk-host "$SPDK/bin/spdk_nvme_perf" >"$RESULTS/probe-none.txt" 2>&1 &&

@@ -16,6 +16,7 @@
 #include "spdk/rpc.h"
 #include "spdk/target_commands.h"
 #include "spdk/tsc_clock.h"
+#include "util/child_process.h"
 #include "util/error.h"
 #include "version.h"
 
@@ -27,6 +28,7 @@
 #include <atomic>
 #include <cerrno>
 #include <cmath>
+#include <filesystem>
 #include <optional>
 #include <unordered_map>
 
@@ -54,7 +56,7 @@ namespace {
 
 // The one process of an SPDK app with a trace ring that `arg` names.
 spdk::Process traced_process(const std::string& opt, const std::string& arg, bool target) {
-    const char* app = target ? "nvmf_tgt" : "the app (spdk_nvme_perf -y nvme_tcp:0x3)";
+    const char* app = target ? "nvmf_tgt" : "the app";
     const char* start =
         target ? "-e nvmf_tcp:0x401,bdev:0x3 (TCP) or -e nvmf_rdma:0x101,bdev:0x3 (RDMA)"
                : "-y nvme_tcp:0x3 (spdk_nvme_perf) or -e nvme_tcp:0x3";
@@ -79,6 +81,46 @@ spdk::Process traced_process(const std::string& opt, const std::string& arg, boo
                         opt, arg, traced.size(), pids.substr(1)));
     }
     return traced.front();
+}
+
+// The trace ring of an app the recorder started, into `out` once SPDK has
+// set it up (its TSC rate and the tracepoints the role needs registered and
+// on): followed from its oldest entry.  Throws Error when the app exits first, or
+// has no ring after kRingWaitNs.
+constexpr int64_t kRingWaitNs = 120'000'000'000;  // SPDK's start under emulation: tens of s
+void wait_for_ring(ChildProcess& child, bool target, std::optional<spdk::RingFollower>& out) {
+    const int64_t until = mono_ns() + kRingWaitNs;
+    std::string why = "no trace ring: start it with -y nvme_tcp:0x3 (spdk_nvme_perf)";
+    for (;;) {
+        if (child.exited())
+            throw Error(
+                fmt::format("the app (process {}) exited with status {} before its "
+                            "trace ring was set up",
+                            child.pid(), child.status().value_or(-1)));
+        if (const std::string trace = spdk::trace_of(child.pid()); !trace.empty()) {
+            try {
+                out.emplace(trace, true);
+                bool all = true;
+                for (const auto& need : spdk::needs(target, "tcp")) {
+                    const spdk::Tpoint* t = out->layout().find(need.tpoint);
+                    all = all && t && out->layout().enabled(t->id);
+                }
+                if (all)
+                    return;
+                out.reset();
+                why =
+                    fmt::format("{}: the tracepoints it needs are not on (-y nvme_tcp:0x3)", trace);
+            } catch (const Error& e) {
+                why = e.what();  // being set up
+            }
+        }
+        if (mono_ns() > until) {
+            child.signal(SIGINT);
+            throw Error(fmt::format("the app (process {}): {}", child.pid(), why));
+        }
+        timespec nap{0, 5'000'000};
+        nanosleep(&nap, nullptr);
+    }
 }
 
 // A host recording's device for an SPDK app: it has no block device; its
@@ -110,12 +152,34 @@ int run_record_spdk(const RecordOptions& opts) {
         throw Error(
             "--spdk-host -t rdma: SPDK's NVMe/RDMA initiator has no tracepoints; only its TCP "
             "initiator can be recorded");
-    if (!opts.command.empty())
-        throw Error(fmt::format("{} records while SPDK's app runs: no command after --", opt));
+    if (target && !opts.command.empty())
+        throw Error(
+            "--spdk-target -- CMD: start SPDK's target yourself (it is set up by RPC once it "
+            "runs), then record it by its binary or pid");
     check_record_output(opts.output);
 
-    const spdk::Process proc = traced_process(opt, arg, target);
-    spdk::RingFollower ring(proc.trace);
+    // record --spdk-host APP -- APP ARGS: the recorder starts the app and follows its ring
+    // from its first entry; the recording ends when it exits
+    std::optional<ChildProcess> child;
+    spdk::Process proc;
+    std::optional<spdk::RingFollower> follower;
+    if (!opts.command.empty()) {
+        const std::string cmd = resolve_command(opts.command.front());
+        std::error_code ec;
+        const auto named = std::filesystem::canonical(arg, ec);
+        if (ec || named != std::filesystem::canonical(cmd, ec))
+            throw Error(fmt::format(
+                "--spdk-host {} -- {}: with a command, --spdk-host names the same program", arg,
+                opts.command.front()));
+        child.emplace(ChildProcess::start(opts.command));
+        proc.pid = child->pid();
+        wait_for_ring(*child, target, follower);
+        proc.trace = follower->path();
+    } else {
+        proc = traced_process(opt, arg, target);
+        follower.emplace(proc.trace);
+    }
+    spdk::RingFollower& ring = *follower;
     const spdk::TraceFile& layout = ring.layout();
 
     // The transport: asked for, or the one whose tracepoints are on.
@@ -269,12 +333,21 @@ int run_record_spdk(const RecordOptions& opts) {
         target ? tconv->expire(now) : hconv->expire(now);
         put(target ? tconv->release() : hconv->release());
         writer.flush_if_due();
-        if (kill(proc.pid, 0) != 0 && errno == ESRCH) {
+        if (child ? child->exited() : kill(proc.pid, 0) != 0 && errno == ESRCH) {
             gone = true;
             break;
         }
         timespec nap{0, 5'000'000};
         nanosleep(&nap, nullptr);
+    }
+    if (child && !gone) {
+        // -d or a signal ended the recording first: the app ends too (SPDK's apps stop on
+        // SIGINT), and its last entries are read
+        child->signal(SIGINT);
+        if (!child->wait(10'000)) {
+            child->signal(SIGKILL);
+            child->wait();
+        }
     }
     const int64_t t_end = mono_ns();
     feed(ring.poll());
@@ -282,7 +355,7 @@ int run_record_spdk(const RecordOptions& opts) {
     assembler.finish();
     if (interval_ns)
         stats.flush_interval(static_cast<uint64_t>(t_end));
-    if (gone)
+    if (gone && !child)
         fmt::print(stderr, "nvmetrace: SPDK's {} (process {}) exited: recording ended\n", meta.role,
                    proc.pid);
 
@@ -334,6 +407,13 @@ int run_record_spdk(const RecordOptions& opts) {
     ro.origin_ns = static_cast<uint64_t>(meta.start_monotonic_ns);
     (target ? ro.lost_target : ro.lost_host) = ring.lost();
     fmt::print("{}", summary_text(summary, assembler.counts(), ro));
+    if (child) {
+        const int st = child->status().value_or(1);
+        if (st != 0)
+            fmt::print(stderr, "nvmetrace: {} exited with status {}{}\n", opts.command.front(), st,
+                       st > 128 ? fmt::format(" (signal {})", st - 128) : "");
+        return st;
+    }
     return 0;
 }
 

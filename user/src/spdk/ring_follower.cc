@@ -14,7 +14,7 @@
 
 namespace nvmetrace::spdk {
 
-RingFollower::RingFollower(const std::string& path) : path_(path) {
+RingFollower::RingFollower(const std::string& path, bool from_oldest) : path_(path) {
     const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         throw errno_error(fmt::format("cannot open the SPDK trace file {}", path), errno);
@@ -37,8 +37,10 @@ RingFollower::RingFollower(const std::string& path) : path_(path) {
         munmap(const_cast<uint8_t*>(map_), size_);
         throw;
     }
-    for (uint32_t c = 0; c < layout_.lcores.size(); c++)
-        next_.push_back(write_index(c));
+    for (uint32_t c = 0; c < layout_.lcores.size(); c++) {
+        const uint64_t w = write_index(c), n = layout_.lcores[c].num_entries;
+        next_.push_back(!from_oldest ? w : w > n ? w - n : 0);
+    }
 }
 
 RingFollower::~RingFollower() {

@@ -15,8 +15,10 @@ namespace nvmetrace::spdk {
 class RingFollower {
 public:
     // Maps `path` read-only and reads its layout (TraceFile::parse); throws
-    // Error.  From now on: entries already in the ring are not returned.
-    explicit RingFollower(const std::string& path);
+    // Error.  From now on: entries already in the ring are not returned,
+    // unless from_oldest (an app started by the recorder: its first entries
+    // may have come before the file could be opened).
+    explicit RingFollower(const std::string& path, bool from_oldest = false);
     ~RingFollower();
     RingFollower(const RingFollower&) = delete;
     RingFollower& operator=(const RingFollower&) = delete;
@@ -34,6 +36,7 @@ public:
     // interval.
     uint64_t lost() const { return lost_; }
     const TraceFile& layout() const { return layout_; }
+    const std::string& path() const { return path_; }
     // A trace owner's description as it is now (TraceFile::owner).
     std::string owner(uint16_t id) const { return layout_.owner({map_, size_}, id); }
 

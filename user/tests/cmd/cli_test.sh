@@ -84,6 +84,27 @@ run 1 record -r host -- no-such-program-nvmetrace && one_error_line record -- no
 grep -q 'not found in PATH' "$tmp/err" || { echo "FAIL: record -- not in PATH: $(cat "$tmp/err")"; fail=1; }
 run 2 record -r host -- && one_error_line record -r host --
 grep -q 'no command after --' "$tmp/err" || { echo "FAIL: record --: $(cat "$tmp/err")"; fail=1; }
+# record of an SPDK side: what cannot be recorded is said before anything starts
+run 1 record --spdk-target 999999999 -o "$tmp/x.ntr" && one_error_line record --spdk-target no pid
+grep -q 'no process 999999999 is running' "$tmp/err" ||
+	{ echo "FAIL: record --spdk-target no pid: $(cat "$tmp/err")"; fail=1; }
+run 1 record --spdk-target 1 -r host -o "$tmp/x.ntr" && one_error_line record --spdk-target -r host
+grep -q "records SPDK's target alone" "$tmp/err" ||
+	{ echo "FAIL: record --spdk-target -r host: $(cat "$tmp/err")"; fail=1; }
+run 1 record --spdk-host 1 -t rdma -o "$tmp/x.ntr" && one_error_line record --spdk-host -t rdma
+grep -q "NVMe/RDMA initiator has no tracepoints" "$tmp/err" ||
+	{ echo "FAIL: record --spdk-host -t rdma: $(cat "$tmp/err")"; fail=1; }
+run 1 record --spdk-target 1 -o "$tmp/x.ntr" -- true && one_error_line record --spdk-target -- CMD
+grep -q "start SPDK's target yourself" "$tmp/err" ||
+	{ echo "FAIL: record --spdk-target -- CMD: $(cat "$tmp/err")"; fail=1; }
+run 1 record --spdk-host /bin/true -o "$tmp/x.ntr" -- /bin/false && one_error_line record --spdk-host X -- Y
+grep -q "with a command, --spdk-host names the same program" "$tmp/err" ||
+	{ echo "FAIL: record --spdk-host X -- Y: $(cat "$tmp/err")"; fail=1; }
+run 1 record --spdk-host /bin/true -o "$tmp/x.ntr" -- /bin/true && one_error_line record --spdk-host -- exits
+grep -q "exited with status 0 before its trace ring was set up" "$tmp/err" ||
+	{ echo "FAIL: record --spdk-host -- an app without a ring: $(cat "$tmp/err")"; fail=1; }
+[ -e "$tmp/x.ntr" ] && { echo "FAIL: record of an SPDK side that failed left $tmp/x.ntr"; fail=1; }
+
 # record's output: a folder is refused before anything moves
 mkdir "$tmp/dir"
 run 1 record -r host -o "$tmp/dir" && one_error_line record -o folder
