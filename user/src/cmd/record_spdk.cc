@@ -160,6 +160,8 @@ int run_record_spdk(const RecordOptions& opts) {
 
     // record --spdk-host APP -- APP ARGS: the recorder starts the app and follows its ring
     // from its first entry; the recording ends when it exits
+    // the recording starts before the ring is first read (its times are after this)
+    RecordingMeta meta = make_recording_meta();
     std::optional<ChildProcess> child;
     spdk::Process proc;
     std::optional<spdk::RingFollower> follower;
@@ -259,7 +261,6 @@ int run_record_spdk(const RecordOptions& opts) {
         hconv.emplace(spdk::HostTpoints::of(layout), opts.sample, opts.seed,
                       spdk_host_dev(proc.pid), ns);
 
-    RecordingMeta meta = make_recording_meta();
     meta.tool_version = kToolVersion;
     meta.role = target ? "target" : "host";
     meta.transport = transports.size() == 1 ? transports.front() : "unknown";

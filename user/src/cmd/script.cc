@@ -23,6 +23,8 @@ std::string op_text(const nvmetrace_rec& r) {
                                         : fmt::format("{:#04x}", r.opcode);
     if (r.flags & NVMETRACE_REC_PASSTHRU)
         op += "P";  // passthrough: no bio
+    if (r.flags & NVMETRACE_REC_SPDK)
+        op += "S";  // written from an SPDK app's trace (its event: the kernel's of that place)
     return op;
 }
 
@@ -159,6 +161,7 @@ nlohmann::json ScriptFormat::json(const nvmetrace_rec& r, uint32_t cpu) const {
         {"opcode", r.opcode},
         {"op", op_text(r)},
         {"flags", r.flags},
+        {"spdk", (r.flags & NVMETRACE_REC_SPDK) != 0},
         {"aux", r.aux},
         {"seq", r.seq},
     };
