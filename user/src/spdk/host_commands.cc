@@ -4,7 +4,6 @@
 #include "util/error.h"
 
 #include <algorithm>
-#include <limits>
 
 #include <fmt/core.h>
 
@@ -15,32 +14,22 @@ namespace {
 constexpr uint8_t kNvmeWrite = 0x01;
 constexpr uint8_t kNvmeRead = 0x02;
 
-size_t arg_index(const Tpoint& t, std::string_view name) {
-    for (size_t i = 0; i < t.args.size(); i++)
-        if (t.args[i].name == name && t.args[i].type != 2)
-            return i;
-    throw Error(fmt::format(
-        "SPDK's tracepoint {} has no argument \"{}\": not the layout of SPDK v26.05, which "
-        "nvmetrace reads",
-        t.name, name));
-}
-
 }  // namespace
 
 HostTpoints HostTpoints::of(const TraceFile& layout) {
     HostTpoints tp;
     if (const Tpoint* s = layout.find("NVME_TCP_SUBMIT")) {
         tp.submit = s->id;
-        tp.cid = arg_index(*s, "cid");
-        tp.opc = arg_index(*s, "opc");
-        tp.dw10 = arg_index(*s, "dw10");
-        tp.dw11 = arg_index(*s, "dw11");
-        tp.dw12 = arg_index(*s, "dw12");
+        tp.cid = s->arg("cid");
+        tp.opc = s->arg("opc");
+        tp.dw10 = s->arg("dw10");
+        tp.dw11 = s->arg("dw11");
+        tp.dw12 = s->arg("dw12");
     }
     if (const Tpoint* c = layout.find("NVME_TCP_COMPLETE")) {
         tp.complete = c->id;
-        tp.done_cid = arg_index(*c, "cid");
-        tp.cpl = arg_index(*c, "cpl");
+        tp.done_cid = c->arg("cid");
+        tp.cpl = c->arg("cpl");
     }
     return tp;
 }
@@ -108,8 +97,8 @@ void HostCommands::push(const TraceEntry& e) {
         done.ts = ts;
         // the completion's status half-word: its bit 0 is the phase tag, not status
         done.aux = (e.args[tp_.cpl] >> 1) & 0x7fffu;
-        done_.push_back(sub);
-        done_.push_back(done);
+        done_.add(sub);
+        done_.add(done);
         cmds_.erase(it);
     }
 }
@@ -129,27 +118,13 @@ std::vector<nvmetrace_rec> HostCommands::release() {
     uint64_t before = newest_ > kSettleNs ? newest_ - kSettleNs : 0;
     for (const auto& [pdu, c] : cmds_)
         before = std::min(before, c.ts);
-    std::stable_sort(done_.begin(), done_.end(),
-                     [](const nvmetrace_rec& a, const nvmetrace_rec& b) { return a.ts < b.ts; });
-    const auto cut = std::lower_bound(done_.begin(), done_.end(), before,
-                                      [](const nvmetrace_rec& r, uint64_t t) { return r.ts < t; });
-    std::vector<nvmetrace_rec> out(done_.begin(), cut);
-    done_.erase(done_.begin(), cut);
-    for (auto& r : out)
-        r.seq = seq_++;
-    return out;
+    return done_.take_before(before);
 }
 
 std::vector<nvmetrace_rec> HostCommands::release_all() {
     counts_.cut_end += cmds_.size();
     cmds_.clear();
-    newest_ = std::numeric_limits<uint64_t>::max();
-    std::vector<nvmetrace_rec> out = release();
-    for (auto& r : done_)
-        r.seq = seq_++;
-    out.insert(out.end(), done_.begin(), done_.end());
-    done_.clear();
-    return out;
+    return done_.take_all();
 }
 
 }  // namespace nvmetrace::spdk

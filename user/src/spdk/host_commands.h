@@ -12,6 +12,7 @@
 // a kernel host's.  SPDK's entries name no namespace: the records have none.
 #pragma once
 
+#include "spdk/ordered_records.h"
 #include "spdk/trace_file.h"
 
 #include <linux/nvmetrace.h>
@@ -75,9 +76,8 @@ private:
     uint32_t dev_;
     std::function<uint64_t(uint64_t)> ns_;
     std::unordered_map<uint64_t, Cmd> cmds_;  // sampled reads and writes in flight, by PDU
-    std::vector<nvmetrace_rec> done_;
+    OrderedRecords done_;                     // records of finished commands
     uint64_t newest_ = 0;
-    uint32_t seq_ = 0;
     HostCounts counts_;
 };
 

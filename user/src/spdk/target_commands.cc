@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <charconv>
-#include <limits>
 
 #include <fmt/core.h>
 
@@ -19,16 +18,6 @@ constexpr uint64_t kBdevWrite = 2;
 
 constexpr uint8_t kNvmeRead = 0x02;
 constexpr uint8_t kNvmeWrite = 0x01;
-
-size_t arg_index(const Tpoint& t, std::string_view name) {
-    for (size_t i = 0; i < t.args.size(); i++)
-        if (t.args[i].name == name && t.args[i].type != 2)
-            return i;
-    throw Error(fmt::format(
-        "SPDK's tracepoint {} has no argument \"{}\": not the layout of SPDK v26.05, which "
-        "nvmetrace reads",
-        t.name, name));
-}
 
 }  // namespace
 
@@ -44,13 +33,13 @@ TargetTpoints TargetTpoints::of(const TraceFile& layout) {
     tp.rdma_respond = id("RDMA_REQ_RDY_TO_COMPL");
     if (const Tpoint* s = layout.find("BDEV_IO_START")) {
         tp.bdev_start = s->id;
-        tp.start_type = arg_index(*s, "type");
-        tp.start_ctx = arg_index(*s, "ctx");
-        tp.start_offset = arg_index(*s, "offset");
+        tp.start_type = s->arg("type");
+        tp.start_ctx = s->arg("ctx");
+        tp.start_offset = s->arg("offset");
     }
     if (const Tpoint* d = layout.find("BDEV_IO_DONE")) {
         tp.bdev_done = d->id;
-        tp.done_ctx = arg_index(*d, "ctx");
+        tp.done_ctx = d->arg("ctx");
     }
     return tp;
 }
@@ -183,7 +172,7 @@ void TargetCommands::finish(Req& r, uint64_t ts) {
         rec.ts = t;
         if (ev == NVMETRACE_EV_NVMET_INIT)
             rec.aux = r.nsid;  // as nvmet_req_init's record has it
-        done_.push_back(rec);
+        done_.add(rec);
     }
 }
 
@@ -212,30 +201,15 @@ std::vector<nvmetrace_rec> TargetCommands::release() {
     for (const auto& [obj, r] : reqs_)
         if (r.has_io || r.ts_new >= settled)
             before = std::min(before, r.ts_new);
-    // the records of one command keep their order (their times may tie)
-    std::stable_sort(done_.begin(), done_.end(),
-                     [](const nvmetrace_rec& a, const nvmetrace_rec& b) { return a.ts < b.ts; });
-    const auto cut = std::lower_bound(done_.begin(), done_.end(), before,
-                                      [](const nvmetrace_rec& r, uint64_t t) { return r.ts < t; });
-    std::vector<nvmetrace_rec> out(done_.begin(), cut);
-    done_.erase(done_.begin(), cut);
-    for (auto& r : out)
-        r.seq = seq_++;
-    return out;
+    return done_.take_before(before);
 }
 
 std::vector<nvmetrace_rec> TargetCommands::release_all() {
-    newest_ = std::numeric_limits<uint64_t>::max();
     for (const auto& [obj, r] : reqs_)
         counts_.cut_end += r.has_io;
     reqs_.clear();
     by_bdev_.clear();
-    std::vector<nvmetrace_rec> out = release();
-    for (auto& r : done_)
-        r.seq = seq_++;
-    out.insert(out.end(), done_.begin(), done_.end());
-    done_.clear();
-    return out;
+    return done_.take_all();
 }
 
 }  // namespace nvmetrace::spdk

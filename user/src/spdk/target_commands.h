@@ -26,6 +26,7 @@
 // so its records have none.
 #pragma once
 
+#include "spdk/ordered_records.h"
 #include "spdk/trace_file.h"
 
 #include <linux/nvmetrace.h>
@@ -117,9 +118,8 @@ private:
     std::function<uint32_t(const std::string&)> nsid_;
     std::unordered_map<uint64_t, Req> reqs_;          // by request object
     std::unordered_map<uint64_t, uint64_t> by_bdev_;  // bdev I/O object -> request object
-    std::vector<nvmetrace_rec> done_;  // records of finished commands, not yet in order
-    uint64_t newest_ = 0;              // the newest entry's time
-    uint32_t seq_ = 0;
+    OrderedRecords done_;                             // records of finished commands
+    uint64_t newest_ = 0;                             // the newest entry's time
     uint16_t next_key_ = 0;  // the records' cid: one number per command (not NVMe's)
     TargetCounts counts_;
 };

@@ -185,6 +185,16 @@ TraceFile TraceFile::read(const std::string& path) {
     return parse(bytes, path);
 }
 
+size_t Tpoint::arg(std::string_view n) const {
+    for (size_t i = 0; i < args.size(); i++)
+        if (args[i].name == n && args[i].type != 2)
+            return i;
+    throw Error(fmt::format(
+        "SPDK's tracepoint {} has no argument \"{}\": not the layout of SPDK v26.05, which "
+        "nvmetrace reads",
+        name, n));
+}
+
 std::string TraceFile::owner(std::span<const uint8_t> live, uint16_t id) const {
     if (id >= num_owners || owner_description_size == 0)
         return "";

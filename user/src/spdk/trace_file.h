@@ -39,6 +39,9 @@ struct Tpoint {
     bool new_object = false;
     std::vector<TraceArg> args;
     uint16_t group() const { return id / 64; }
+    // The position of the integer or pointer argument `name`; throws Error
+    // when there is none (not the layout of SPDK v26.05).
+    size_t arg(std::string_view name) const;
 };
 
 struct Lcore {
