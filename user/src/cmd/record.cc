@@ -11,6 +11,7 @@
 #include "kernel/ring_reader.h"
 #include "report/printer.h"
 #include "util/child_process.h"
+#include "util/clock.h"
 #include "util/error.h"
 #include "version.h"
 
@@ -41,21 +42,23 @@ void on_signal(int) {
     g_stop.store(true);
 }
 
-uint64_t monotonic_ns() {
-    timespec ts{};
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec);
-}
+}  // namespace
 
 // Ctrl-C and SIGTERM end the recording cleanly (no SA_RESTART: the poll
 // sleep is cut short).
-void install_signals() {
+void install_record_signals() {
     struct sigaction sa {};
     sa.sa_handler = on_signal;
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, nullptr);
     sigaction(SIGTERM, &sa, nullptr);
 }
+
+bool record_stop_requested() {
+    return g_stop.load();
+}
+
+namespace {
 
 uint32_t roles_mask(const std::vector<std::string>& roles) {
     uint32_t mask = 0;
@@ -543,7 +546,7 @@ int run_record(const RecordOptions& opts) {
                 });
     Assembler assembler(table, [&](const Command& c) { stats.add(c); });
 
-    install_signals();
+    install_record_signals();
     genl.start(start);
     report_hooks(genl, opts.transport);
     if (const std::string only = module_bench_hooks(); !only.empty())

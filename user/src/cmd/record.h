@@ -57,6 +57,10 @@ uint32_t role_from_machine(size_t host_namespaces, bool devices_named, size_t nv
 // Returns 0, or with a command its status as a shell gives it (its exit
 // code, or 128 + the signal that ended it).
 int run_record(const RecordOptions& opts);
+// Ctrl-C and SIGTERM end a recording cleanly: once install_record_signals()
+// has run, record_stop_requested() says whether one came.
+void install_record_signals();
+bool record_stop_requested();
 // record --spdk-target / --spdk-host: SPDK's target, or an app on SPDK's
 // NVMe/TCP driver, from its trace ring (cmd/record_spdk.cc).
 int run_record_spdk(const RecordOptions& opts);

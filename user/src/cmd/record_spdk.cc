@@ -17,6 +17,7 @@
 #include "spdk/target_commands.h"
 #include "spdk/tsc_clock.h"
 #include "util/child_process.h"
+#include "util/clock.h"
 #include "util/error.h"
 #include "version.h"
 
@@ -25,7 +26,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cerrno>
 #include <cmath>
 #include <filesystem>
@@ -38,16 +38,8 @@ namespace nvmetrace {
 
 namespace {
 
-std::atomic<bool> g_spdk_stop{false};
-
-void on_stop(int) {
-    g_spdk_stop.store(true);
-}
-
 int64_t mono_ns() {
-    timespec ts{};
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
+    return static_cast<int64_t>(monotonic_ns());
 }
 
 }  // namespace
@@ -305,11 +297,7 @@ int run_record_spdk(const RecordOptions& opts) {
             assembler.push(r);
     };
 
-    struct sigaction sa {};
-    sa.sa_handler = on_stop;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, nullptr);
-    sigaction(SIGTERM, &sa, nullptr);
+    install_record_signals();
 
     fmt::print(
         "nvmetrace: profiling as {}, SPDK's (process {}, trace {}), sampling {}, saving "
@@ -326,7 +314,7 @@ int run_record_spdk(const RecordOptions& opts) {
         for (const auto& e : entries)
             target ? tconv->push(e.entry) : hconv->push(e.entry);
     };
-    while (!g_spdk_stop.load() && mono_ns() < until) {
+    while (!record_stop_requested() && mono_ns() < until) {
         const auto entries = ring.poll();
         clock.add(spdk::TscClock::now());
         feed(entries);
