@@ -1,5 +1,6 @@
 #include "spdk/tsc_clock.h"
 
+#include "util/clock.h"
 #include "util/error.h"
 
 #include <time.h>
@@ -16,9 +17,7 @@ namespace nvmetrace::spdk {
 namespace {
 
 int64_t mono_ns() {
-    timespec ts{};
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
+    return static_cast<int64_t>(monotonic_ns());
 }
 
 }  // namespace
@@ -44,29 +43,23 @@ TscClock::Pair TscClock::now() {
 }
 
 void TscClock::add(Pair p) {
-    if (!cur_) {
-        cur_ = p;
+    if (!first_) {
+        first_ = p;
         return;
     }
-    // pairs closer than 1 ms give a rate no better than SPDK's own
-    if (p.mono_ns - cur_->mono_ns < 1'000'000 || p.tsc <= cur_->tsc)
+    // the rate over at least 1 s since the first pair: a pair's read error (its
+    // bracket, up to milliseconds on a loaded machine) divided by a second or more
+    if (p.mono_ns - first_->mono_ns < kBaselineNs || p.tsc <= first_->tsc)
         return;
-    prev_ = cur_;
-    cur_ = p;
+    per_tick_ = static_cast<long double>(p.mono_ns - first_->mono_ns) /
+                static_cast<long double>(p.tsc - first_->tsc);
 }
 
 uint64_t TscClock::ns(uint64_t tsc) const {
-    const Pair& to = *cur_;
-    long double per_tick = 1e9L / static_cast<long double>(rate_);
-    Pair from = to;
-    if (prev_) {
-        from = *prev_;
-        per_tick = static_cast<long double>(to.mono_ns - from.mono_ns) /
-                   static_cast<long double>(to.tsc - from.tsc);
-    }
+    const long double per_tick = per_tick_ > 0 ? per_tick_ : 1e9L / static_cast<long double>(rate_);
     const long double d =
-        (static_cast<long double>(tsc) - static_cast<long double>(from.tsc)) * per_tick;
-    const long double t = static_cast<long double>(from.mono_ns) + d;
+        (static_cast<long double>(tsc) - static_cast<long double>(first_->tsc)) * per_tick;
+    const long double t = static_cast<long double>(first_->mono_ns) + d;
     return t <= 0 ? 0 : static_cast<uint64_t>(std::llround(t));
 }
 

@@ -236,21 +236,21 @@ TEST(SpdkTarget, InFlightAtTheEndIsCut) {
     EXPECT_EQ(f.tc.counts().cut_end, 1u);
 }
 
-TEST(TscClock, InterpolatesBetweenThePairsAroundIt) {
+TEST(TscClock, TheRateComesFromPairsASecondApart) {
     TscClock c(1'000'000'000);  // SPDK says 1 GHz
     c.add({1000, 5'000'000});
     EXPECT_EQ(c.ns(2000), 5'001'000u);  // one pair: SPDK's rate
-    // the TSC really runs at 2 GHz against CLOCK_MONOTONIC
-    c.add({1000 + 4'000'000, 7'000'000});
+    // a pair less than a second later: its rate would carry its read error; not taken
+    c.add({1000 + 8'000'000, 9'100'000});
+    EXPECT_EQ(c.ns(2000), 5'001'000u);
+    // the TSC really runs at 2 GHz against CLOCK_MONOTONIC: a pair 2 s later says so
+    c.add({1000 + 4'000'000'000, 2'005'000'000});
     EXPECT_EQ(c.ns(1000 + 2'000'000), 6'000'000u);
-    EXPECT_EQ(c.ns(1000 + 5'000'000), 7'500'000u);  // past the last pair: its line
-    // a pair less than 1 ms after the last is not kept
-    c.add({1000 + 4'100'000, 7'900'000});
-    EXPECT_EQ(c.ns(1000 + 5'000'000), 7'500'000u);
-    // the next line meets the last at their common pair: times keep their order
-    c.add({1000 + 8'000'000 + 1'000'000, 10'000'000});
-    EXPECT_EQ(c.ns(1000 + 4'000'000), 7'000'000u);
-    EXPECT_EQ(c.ns(1000 + 9'000'000), 10'000'000u);
+    EXPECT_EQ(c.ns(1000 + 4'000'000'000), 2'005'000'000u);
+    // a later pair read 1 ms late (the reader preempted) moves a 7 ms span by 7 ms * 1 ms / 3 s
+    c.add({1000 + 6'000'000'000, 3'006'000'000});
+    const uint64_t span = c.ns(1000 + 14'000'000) - c.ns(1000);
+    EXPECT_NEAR(static_cast<double>(span), 7'000'000.0, 7'000'000.0 * 0.001);
 }
 
 }  // namespace
