@@ -101,7 +101,8 @@ std::string resolve_command(const std::string& name) {
         fmt::format("cannot run {}: not found in PATH (install it, or give its path)", name));
 }
 
-ChildProcess ChildProcess::start(const std::vector<std::string>& argv, int output) {
+ChildProcess ChildProcess::start(const std::vector<std::string>& argv, int output,
+                                 const std::function<void(pid_t)>& before_exec) {
     if (argv.empty())
         throw Error("no command to run: give one after --, e.g. record -r host -- fio job.fio");
     const std::string file = resolve_command(argv[0]);
@@ -113,18 +114,39 @@ ChildProcess ChildProcess::start(const std::vector<std::string>& argv, int outpu
     int report[2];
     if (pipe2(report, O_CLOEXEC) != 0)
         throw errno_error("pipe2", errno);
+    int go[2] = {-1, -1};  // closed by the parent once before_exec has run
+    if (before_exec && pipe2(go, O_CLOEXEC) != 0) {
+        const int err = errno;
+        close(report[0]);
+        close(report[1]);
+        throw errno_error("pipe2", err);
+    }
     const int null_in = output >= 0 ? open("/dev/null", O_RDONLY | O_CLOEXEC) : -1;
     const pid_t pid = fork();
     if (pid < 0) {
         const int err = errno;
         close(report[0]);
         close(report[1]);
+        if (go[0] >= 0) {
+            close(go[0]);
+            close(go[1]);
+        }
         if (null_in >= 0)
             close(null_in);
         throw errno_error(fmt::format("cannot run {}: fork", argv[0]), err);
     }
     if (pid == 0) {
         close(report[0]);
+        if (go[0] >= 0) {
+            close(go[1]);
+            char c;
+            ssize_t r;
+            do {
+                r = read(go[0], &c, 1);
+            } while (r < 0 && errno == EINTR);
+            if (r != 0)  // the parent's before_exec failed (or the pipe did): no exec
+                _exit(127);
+        }
         if (output >= 0 && (dup2(output, 1) < 0 || dup2(output, 2) < 0 ||
                             (null_in >= 0 && dup2(null_in, 0) < 0))) {
             const int err = errno;
@@ -141,6 +163,20 @@ ChildProcess ChildProcess::start(const std::vector<std::string>& argv, int outpu
         close(null_in);
     ChildProcess child(pid, pidfd_open(pid));
     const int open_err = child.pidfd_ < 0 ? errno : 0;
+    if (go[0] >= 0) {
+        close(go[0]);
+        try {
+            if (!open_err)
+                before_exec(pid);
+        } catch (...) {
+            [[maybe_unused]] ssize_t w = write(go[1], "x", 1);  // the child exits
+            close(go[1]);
+            close(report[0]);
+            child.wait();
+            throw;
+        }
+        close(go[1]);  // the child goes on to exec
+    }
     // The pipe closes on a successful exec, or carries exec's errno.
     int err = 0;
     ssize_t n;

@@ -6,6 +6,7 @@
 
 #include <sys/types.h>
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -28,7 +29,12 @@ public:
     // exec has succeeded; throws Error (with the reason from the child) when
     // it failed, the child already reaped.  With output >= 0, the child's
     // standard output and error go to that fd and its input is /dev/null.
-    static ChildProcess start(const std::vector<std::string>& argv, int output = -1);
+    // With before_exec, the child waits before its exec until
+    // before_exec(pid) has returned (e.g. to open perf events on it that
+    // start at its exec); when it throws, the child is killed, reaped, and
+    // the exception passes on.
+    static ChildProcess start(const std::vector<std::string>& argv, int output = -1,
+                              const std::function<void(pid_t)>& before_exec = {});
 
     ChildProcess(ChildProcess&& o) noexcept;
     ChildProcess& operator=(ChildProcess&&) = delete;

@@ -13,6 +13,7 @@
 #include <fstream>
 #include <string>
 
+#include <fmt/core.h>
 #include <gtest/gtest.h>
 
 namespace nvmetrace {
@@ -72,6 +73,31 @@ TEST(ChildProcess, ExitCodeAsTheShellGivesIt) {
     EXPECT_EQ(c.status(), 3);
     ChildProcess k = ChildProcess::start({"sh", "-c", "kill -TERM $$"});
     EXPECT_EQ(k.wait(), 128 + SIGTERM);
+}
+
+TEST(ChildProcess, BeforeExecRunsWhileTheChildIsStillUs) {
+    // before_exec sees the forked copy of this test, not yet the command
+    std::filesystem::path seen;
+    ChildProcess c = ChildProcess::start({"sh", "-c", "exit 4"}, -1, [&seen](pid_t pid) {
+        seen = std::filesystem::read_symlink(fmt::format("/proc/{}/exe", pid));
+    });
+    EXPECT_EQ(seen, std::filesystem::read_symlink("/proc/self/exe"));
+    EXPECT_EQ(c.wait(), 4);  // and then it runs the command
+}
+
+TEST(ChildProcess, ABeforeExecThatThrowsRunsNoCommand) {
+    test::TempDir dir;
+    const auto mark = dir / "ran";
+    pid_t child = -1;
+    EXPECT_THROW(ChildProcess::start({"touch", mark}, -1,
+                                     [&child](pid_t pid) {
+                                         child = pid;
+                                         throw Error("no events");
+                                     }),
+                 Error);
+    ASSERT_GT(child, 0);
+    EXPECT_FALSE(std::filesystem::exists(mark));
+    EXPECT_NE(kill(child, 0), 0);  // reaped: no such process
 }
 
 TEST(ChildProcess, PidfdIsReadableOnceItExits) {
