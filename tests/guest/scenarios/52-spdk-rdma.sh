@@ -5,6 +5,9 @@
 # as the control arm of nvmetrace bench on the kernel's passthrough node of that namespace.
 # fio is recorded on both sides (the kernel host by the module, SPDK's target by record
 # --spdk-target): joined, every host command matched, SPDK's stages named.
+# SPDK's own initiator (spdk_nvme_perf over RDMA, recorded by uprobes: record --spdk-host -- perf)
+# with SPDK's target: joined, every host command matched, its mean within 2 % of perf's average;
+# and with the kernel's nvmet-rdma target (recorded by the module): joined by the exact key.
 # Asserts here: fio sees no error; probe -t rdma --spdk-target finds the target's RDMA
 # tracepoints on, and each counted at least one hit per command fio completed; the control
 # arm's rows (bench_check.py --control) have IOPS and no failed command, and its trid is the
@@ -64,6 +67,56 @@ jq -e '[.[0].groups[] | select(.view == "joined") | [.stages[].name] |
 grep -q "commands without a queue id" "$RESULTS/record-target.out" ||
 	fail "record --spdk-target over RDMA did not say its commands have no queue id"
 
+# SPDK's initiator over RDMA with SPDK's target (the seed's part 5 over RDMA): spdk_nvme_perf has
+# no tracepoints on RDMA, so record --spdk-host starts it with two uprobes (probe names them);
+# the target is recorded from its ring. Joined, every host command matched; the recording's
+# mean within 2 % of perf's own average.
+"$NVMETRACE_BIN" probe -t rdma --spdk-host "$SPDK/bin/spdk_nvme_perf" >"$RESULTS/probe-host.txt" 2>&1 ||
+	{ cat "$RESULTS/probe-host.txt"; fail "probe -t rdma --spdk-host failed"; }
+cat "$RESULTS/probe-host.txt"
+for f in spdk_rdma_provider_qp_queue_send_wrs nvme_rdma_req_complete "struct spdk_nvme_rdma_req" "uprobe events"; do
+	grep -qE "^  ok +$f " "$RESULTS/probe-host.txt" || fail "probe -t rdma --spdk-host: $f is not ok"
+done
+"$NVMETRACE_BIN" record -s 1 --spdk-target "$SPDK/bin/nvmf_tgt" --spdk-rpc "$SPDK_SOCK" \
+	-o /tmp/spdk-spdk-target.ntr >/tmp/spdk-spdk-target.out 2>&1 &
+TREC=$!
+recorder_wait /tmp/spdk-spdk-target.out "record --spdk-target"
+"$NVMETRACE_BIN" record -s 1 --spdk-host "$SPDK/bin/spdk_nvme_perf" -o /tmp/spdk-spdk-host.ntr -- \
+	"$SPDK/bin/spdk_nvme_perf" --no-huge -s 256 -c 0x2 -q 1 -o 4096 -w randread -t 3 \
+	-r "trtype:RDMA adrfam:IPv4 traddr:$RDMA_ADDR trsvcid:$NVMET_PORT subnqn:$NQN" \
+	>/tmp/spdk-spdk-host.out 2>&1 || { cat /tmp/spdk-spdk-host.out; fail "record --spdk-host -- spdk_nvme_perf over RDMA failed"; }
+kill -INT $TREC
+wait $TREC || { cat /tmp/spdk-spdk-target.out; fail "record --spdk-target failed"; }
+cp /tmp/spdk-spdk-host.ntr /tmp/spdk-spdk-target.ntr /tmp/spdk-spdk-host.out /tmp/spdk-spdk-target.out \
+	"$RESULTS/" || fail "cannot copy the recordings"
+cat "$RESULTS/spdk-spdk-host.out"
+grep -q "uprobes on spdk_rdma_provider_qp_queue_send_wrs and nvme_rdma_req_complete" \
+	"$RESULTS/spdk-spdk-host.out" || fail "record --spdk-host over RDMA did not say it uses uprobes"
+grep -qE "^nvmetrace: [1-9][0-9]* commands " "$RESULTS/spdk-spdk-host.out" ||
+	fail "record --spdk-host over RDMA wrote no command"
+"$NVMETRACE_BIN" report --detail /tmp/spdk-spdk-host.ntr /tmp/spdk-spdk-target.ntr |
+	tee "$RESULTS/spdk-spdk-report.txt" || fail "SPDK host and target over RDMA: joined report failed"
+"$NVMETRACE_BIN" report --json /tmp/spdk-spdk-host.ntr /tmp/spdk-spdk-target.ntr \
+	>"$RESULTS/spdk-spdk-report.json" || fail "SPDK host and target over RDMA: report --json failed"
+jq -e '.[0].join | .host > 0 and .matched == .host and .negative_network == 0' \
+	"$RESULTS/spdk-spdk-report.json" >/dev/null ||
+	fail "SPDK host and target over RDMA: not every host command matched: $(jq -c '.[0].join' "$RESULTS/spdk-spdk-report.json")"
+log "SPDK host and target over RDMA: $(jq -r '.[0].join | "\(.matched) of \(.host) host commands matched"' "$RESULTS/spdk-spdk-report.json")"
+jq -e '[.[0].groups[] | select(.view == "joined") | .spdk_target] | length > 0 and all' \
+	"$RESULTS/spdk-spdk-report.json" >/dev/null || fail "SPDK over RDMA: the joined groups are not SPDK's target's"
+perf_avg=$(sed -nE 's/^Total +: +[0-9.]+ +[0-9.]+ +([0-9.]+) .*/\1/p' "$RESULTS/spdk-spdk-host.out")
+[ -n "$perf_avg" ] || fail "no average in spdk_nvme_perf's output"
+"$NVMETRACE_BIN" report --json /tmp/spdk-spdk-host.ntr >"$RESULTS/spdk-host-report.json" ||
+	fail "report of SPDK's host over RDMA failed"
+ours=$(jq '[.[0].groups[] | select(.n > 0)] | if length == 1 then .[0].latency_us.mean else empty end' \
+	"$RESULTS/spdk-host-report.json")
+[ -n "$ours" ] || fail "SPDK's host over RDMA: not one group: $(jq -c '[.[0].groups[].label]' "$RESULTS/spdk-host-report.json")"
+awk -v a="$ours" -v p="$perf_avg" 'BEGIN { d = (a - p) / p; exit !(d <= 0.02 && d >= -0.02) }' ||
+	fail "accuracy over RDMA: the recording's mean $ours us against spdk_nvme_perf's average $perf_avg us: more than 2 % apart"
+log "accuracy over RDMA: spdk_nvme_perf's average $perf_avg us, the recording's mean $ours us"
+# no uprobe event is left behind
+grep -q nvmetrace_ /sys/kernel/tracing/uprobe_events && fail "record left its uprobe events: $(cat /sys/kernel/tracing/uprobe_events)"
+
 # SPDK's target over RDMA, seen by probe: the transport's tracepoints are on and counted
 "$NVMETRACE_BIN" probe -t rdma --spdk-target "$SPDK/bin/nvmf_tgt" >"$RESULTS/probe.txt" 2>&1 ||
 	{ cat "$RESULTS/probe.txt"; fail "probe -t rdma --spdk-target failed"; }
@@ -89,5 +142,35 @@ jq -e --arg a "$RDMA_ADDR" --arg n "$NQN" '.control.trid | contains("trtype:RDMA
 
 nvme_disconnect_all
 kill -INT "$SPDK_TGT"; wait "$SPDK_TGT" || true
+
+# SPDK's initiator over RDMA on the kernel's nvmet-rdma target (SPDK's target gone, its port
+# free): the target recorded by the module, the host by uprobes; joined by the exact key
+# (the command id from the capsule, the queue id from the queue pair's Connect)
+KNQN=nqn.2024-01.io.nvmetrace:kernel-rdma
+nvmet_rdma_setup "$KNQN"
+"$NVMETRACE_BIN" record -r target -s 1 -o /tmp/spdk-kernel-target.ntr >/tmp/spdk-kernel-target.out 2>&1 &
+TREC=$!
+recorder_wait /tmp/spdk-kernel-target.out
+"$NVMETRACE_BIN" record -s 1 --spdk-host "$SPDK/bin/spdk_nvme_perf" -o /tmp/spdk-kernel-host.ntr -- \
+	"$SPDK/bin/spdk_nvme_perf" --no-huge -s 256 -c 0x2 -q 2 -o 4096 -w randrw -M 70 -t 3 \
+	-r "trtype:RDMA adrfam:IPv4 traddr:$RDMA_ADDR trsvcid:$NVMET_PORT subnqn:$KNQN" \
+	>/tmp/spdk-kernel-host.out 2>&1 || { cat /tmp/spdk-kernel-host.out; fail "record --spdk-host -- spdk_nvme_perf on nvmet-rdma failed"; }
+kill -INT $TREC
+wait $TREC || { cat /tmp/spdk-kernel-target.out; fail "record -r target failed"; }
+cp /tmp/spdk-kernel-host.ntr /tmp/spdk-kernel-target.ntr /tmp/spdk-kernel-host.out /tmp/spdk-kernel-target.out \
+	"$RESULTS/" || fail "cannot copy the recordings"
+"$NVMETRACE_BIN" report --detail /tmp/spdk-kernel-host.ntr /tmp/spdk-kernel-target.ntr |
+	tee "$RESULTS/spdk-kernel-report.txt" || fail "SPDK host on nvmet-rdma: joined report failed"
+"$NVMETRACE_BIN" report --json /tmp/spdk-kernel-host.ntr /tmp/spdk-kernel-target.ntr \
+	>"$RESULTS/spdk-kernel-report.json" || fail "SPDK host on nvmet-rdma: report --json failed"
+jq -e '.[0].join | .host > 0 and .matched == .host and .negative_network == 0' \
+	"$RESULTS/spdk-kernel-report.json" >/dev/null ||
+	fail "SPDK host on nvmet-rdma: not every host command matched: $(jq -c '.[0].join' "$RESULTS/spdk-kernel-report.json")"
+log "SPDK host on nvmet-rdma: $(jq -r '.[0].join | "\(.matched) of \(.host) host commands matched"' "$RESULTS/spdk-kernel-report.json")"
+# both directions of the mix, each joined
+jq -e '[.[0].groups[] | select(.view == "joined") | .label] | (map(test("^read")) | any) and (map(test("^write")) | any)' \
+	"$RESULTS/spdk-kernel-report.json" >/dev/null ||
+	fail "SPDK host on nvmet-rdma: not a joined read and write group: $(jq -c '[.[0].groups[] | [.view, .label]]' "$RESULTS/spdk-kernel-report.json")"
+nvmet_teardown
 rmmod nvmetrace || fail "rmmod failed"
 rdma_teardown

@@ -394,7 +394,9 @@ Span span_of(const Layout& l, SubmitPath path, bool reap_unseen, bool reap_ring)
             notes.push_back("the system call's entry is not recorded");
             break;
         case NVMETRACE_EV_SPDK_SUBMIT:
-            s.from = "the command handed to SPDK's queue pair (NVME_TCP_SUBMIT)";
+            s.from =
+                "the command handed to SPDK's queue pair (NVME_TCP_SUBMIT; over RDMA, "
+                "spdk_rdma_provider_qp_queue_send_wrs)";
             notes.push_back("the app's own time before it is not recorded");
             break;
         case NVMETRACE_EV_NVME_SETUP:
@@ -430,7 +432,9 @@ Span span_of(const Layout& l, SubmitPath path, bool reap_unseen, bool reap_ring)
                                         : "its reap is not recorded");
             break;
         case NVMETRACE_EV_SPDK_COMPLETE:
-            s.to = "its response processed, before the app's callback (NVME_TCP_COMPLETE)";
+            s.to =
+                "its response processed, before the app's callback (NVME_TCP_COMPLETE; over "
+                "RDMA, nvme_rdma_req_complete)";
             notes.push_back("the callback is not recorded");
             break;
         case NVMETRACE_EV_AIO_COMPLETE:

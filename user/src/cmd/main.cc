@@ -182,8 +182,10 @@ int run(int argc, char** argv) {
                        "Record SPDK's NVMe-oF target (nvmf_tgt) from its trace ring: its "
                        "binary, pid or trace file (/dev/shm/nvmf_trace.*); no module needed");
     record->add_option("--spdk-host", rec.spdk_host,
-                       "Record an app on SPDK's NVMe/TCP driver (spdk_nvme_perf -y nvme_tcp:0x3) "
-                       "from its trace ring: its binary, pid or trace file; no module needed");
+                       "Record an app on SPDK's NVMe driver: over TCP from its trace ring "
+                       "(spdk_nvme_perf -y nvme_tcp:0x3; its binary, pid or trace file), over "
+                       "RDMA by uprobes from its start (--spdk-host APP -- APP ARGS); no module "
+                       "needed");
     record->add_option("--spdk-rpc", rec.spdk_rpc,
                        "The SPDK target's RPC socket, for its namespaces and block sizes "
                        "(default /var/tmp/spdk.sock)");
@@ -200,7 +202,8 @@ int run(int argc, char** argv) {
                       "(/dev/shm/nvmf_trace.*); checks its trace ring, not nvmet's hooks");
     probe->add_option("--spdk-host", probe_opts.spdk_host,
                       "The host is an app on SPDK's NVMe driver (spdk_nvme_perf): its binary, "
-                      "pid or trace file; checks its trace ring, not the kernel host's hooks");
+                      "pid or trace file; checks its trace ring (TCP) or its uprobes' places "
+                      "(RDMA), not the kernel host's hooks");
     probe->add_option("-t,--transport", probe_opts.transport, "tcp or rdma")
         ->check(CLI::IsMember({"tcp", "rdma"}));
 

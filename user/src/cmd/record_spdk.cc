@@ -12,6 +12,8 @@
 #include "report/printer.h"
 #include "spdk/host_commands.h"
 #include "spdk/process.h"
+#include "spdk/rdma_host_commands.h"
+#include "spdk/rdma_host_probes.h"
 #include "spdk/ring_follower.h"
 #include "spdk/rpc.h"
 #include "spdk/target_commands.h"
@@ -19,6 +21,8 @@
 #include "util/child_process.h"
 #include "util/clock.h"
 #include "util/error.h"
+#include "util/perf_samples.h"
+#include "util/uprobe_events.h"
 #include "version.h"
 
 #include <signal.h>
@@ -29,6 +33,8 @@
 #include <cerrno>
 #include <cmath>
 #include <filesystem>
+#include <functional>
+#include <memory>
 #include <optional>
 #include <unordered_map>
 
@@ -121,6 +127,33 @@ uint32_t spdk_host_dev(int pid) {
     return 4095u << 20 | (static_cast<uint32_t>(pid) & 0xfffffu);
 }
 
+// What the recording loop reads: SPDK's trace ring (TCP host, target) or the
+// uprobes' samples (RDMA host), made into records by its converter.
+struct SpdkSource {
+    std::function<void()> poll;  // reads what is new and converts it
+    std::function<void(uint64_t)> expire;
+    std::function<std::vector<nvmetrace_rec>()> release, release_all;
+    std::function<uint64_t()> lost;  // entries or samples lost before they were read
+};
+
+// Whether the host app's command line connects over RDMA ("trtype:RDMA" in a
+// transport ID, as spdk_nvme_perf -r takes it).
+bool args_name_rdma(const std::vector<std::string>& command) {
+    for (const auto& a : command) {
+        std::string l = a;
+        std::transform(l.begin(), l.end(), l.begin(),
+                       [](unsigned char c) { return std::tolower(c); });
+        if (l.find("trtype:rdma") != std::string::npos ||
+            l.find("trtype=rdma") != std::string::npos)
+            return true;
+    }
+    return false;
+}
+
+// The uprobes' samples held this long, then handed on in time order: each
+// CPU's ring is in order, the rings are not with each other.
+constexpr uint64_t kSampleHoldNs = 50'000'000;
+
 }  // namespace
 
 int run_record_spdk(const RecordOptions& opts) {
@@ -140,10 +173,14 @@ int run_record_spdk(const RecordOptions& opts) {
         throw Error("-s 0: sample 1 of N commands, N >= 1");
     if (!opts.transport.empty() && opts.transport != "tcp" && opts.transport != "rdma")
         throw Error(fmt::format("-t {}: the transport is tcp or rdma", opts.transport));
-    if (!target && opts.transport == "rdma")
+    // SPDK's RDMA initiator has no tracepoints: uprobes, placed before the app starts
+    const bool rdma_host = !target && (opts.transport == "rdma" ||
+                                       (opts.transport.empty() && args_name_rdma(opts.command)));
+    if (rdma_host && opts.command.empty())
         throw Error(
-            "--spdk-host -t rdma: SPDK's NVMe/RDMA initiator has no tracepoints; only its TCP "
-            "initiator can be recorded");
+            "--spdk-host -t rdma: SPDK's NVMe/RDMA initiator has no tracepoints; it is recorded "
+            "by uprobes from its start, which name each queue pair's queue id: nvmetrace record "
+            "--spdk-host APP -- APP ARGS");
     if (target && !opts.command.empty())
         throw Error(
             "--spdk-target -- CMD: start SPDK's target yourself (it is set up by RPC once it "
@@ -151,12 +188,16 @@ int run_record_spdk(const RecordOptions& opts) {
     check_record_output(opts.output);
 
     // record --spdk-host APP -- APP ARGS: the recorder starts the app and follows its ring
-    // from its first entry; the recording ends when it exits
+    // (or its uprobes) from its first entry; the recording ends when it exits
     // the recording starts before the ring is first read (its times are after this)
     RecordingMeta meta = make_recording_meta();
     std::optional<ChildProcess> child;
     spdk::Process proc;
     std::optional<spdk::RingFollower> follower;
+    std::optional<UprobeEvents> uprobes;
+    std::optional<TracepointSampler> sampler;
+    UprobeEvents::Event submit_ev, complete_ev;
+    spdk::RdmaHostSites sites;
     if (!opts.command.empty()) {
         const std::string cmd = resolve_command(opts.command.front());
         std::error_code ec;
@@ -165,26 +206,41 @@ int run_record_spdk(const RecordOptions& opts) {
             throw Error(fmt::format(
                 "--spdk-host {} -- {}: with a command, --spdk-host names the same program", arg,
                 opts.command.front()));
-        child.emplace(ChildProcess::start(opts.command));
-        proc.pid = child->pid();
-        wait_for_ring(*child, target, follower);
-        proc.trace = follower->path();
+        if (rdma_host) {
+            sites = spdk::find_rdma_host_sites(cmd);
+            uprobes.emplace(fmt::format("nvmetrace_{}", getpid()));
+            submit_ev = uprobes->add("spdk_rdma_submit", sites.submit_file, sites.submit_offset,
+                                     spdk::rdma_submit_args());
+            complete_ev = uprobes->add("spdk_rdma_complete", sites.complete_file,
+                                       sites.complete_offset, spdk::rdma_complete_args());
+            // the events open on the child before its exec: its first Connect is seen
+            child.emplace(ChildProcess::start(opts.command, -1, [&](pid_t pid) {
+                sampler.emplace(pid, std::vector<uint64_t>{submit_ev.id, complete_ev.id});
+            }));
+            proc.pid = child->pid();
+        } else {
+            child.emplace(ChildProcess::start(opts.command));
+            proc.pid = child->pid();
+            wait_for_ring(*child, target, follower);
+            proc.trace = follower->path();
+        }
     } else {
         proc = traced_process(opt, arg, target);
         follower.emplace(proc.trace);
     }
-    spdk::RingFollower& ring = *follower;
-    const spdk::TraceFile& layout = ring.layout();
 
     // The transport: asked for, or the one whose tracepoints are on.
-    auto on = [&](std::string_view name) {
-        const spdk::Tpoint* t = layout.find(name);
-        return t && layout.enabled(t->id);
-    };
     std::vector<std::string> transports;
-    if (!target) {
+    if (rdma_host) {
+        transports.push_back("rdma");
+    } else if (!target) {
         transports.push_back("tcp");
     } else if (opts.transport.empty()) {
+        const spdk::TraceFile& layout = follower->layout();
+        auto on = [&](std::string_view name) {
+            const spdk::Tpoint* t = layout.find(name);
+            return t && layout.enabled(t->id);
+        };
         if (on("TCP_REQ_NEW"))
             transports.push_back("tcp");
         if (on("RDMA_REQ_NEW"))
@@ -194,13 +250,18 @@ int run_record_spdk(const RecordOptions& opts) {
     } else {
         transports.push_back(opts.transport);
     }
-    for (const auto& tr : transports)
-        for (const auto& need : spdk::needs(target, tr))
-            if (!on(need.tpoint))
-                throw Error(fmt::format(
-                    "{}: SPDK's tracepoint {} ({}) is off in {}; nvmetrace probe {} {} says how "
-                    "to start the app with it on",
-                    opt, need.tpoint, need.group, proc.trace, opt, arg));
+    if (follower) {
+        const spdk::TraceFile& layout = follower->layout();
+        for (const auto& tr : transports)
+            for (const auto& need : spdk::needs(target, tr)) {
+                const spdk::Tpoint* t = layout.find(need.tpoint);
+                if (!t || !layout.enabled(t->id))
+                    throw Error(fmt::format(
+                        "{}: SPDK's tracepoint {} ({}) is off in {}; nvmetrace probe {} {} says "
+                        "how to start the app with it on",
+                        opt, need.tpoint, need.group, proc.trace, opt, arg));
+            }
+    }
 
     // The target: which namespace each bdev serves, and its block size (SPDK's RPC socket)
     std::unordered_map<std::string, uint32_t> nsid_of;
@@ -233,36 +294,103 @@ int run_record_spdk(const RecordOptions& opts) {
                            {"lbs", 0},
                            {"nsid", 0},
                            {"cntlid", 0},
-                           {"transport", "tcp"}});
+                           {"transport", transports.front()}});
     }
 
-    spdk::TscClock clock(layout.tsc_rate);
-    clock.add(spdk::TscClock::now());
-    const auto ns = [&clock](uint64_t tsc) { return clock.ns(tsc); };
+    // The converter and what feeds it
+    std::optional<spdk::TscClock> clock;
     std::optional<spdk::TargetCommands> tconv;
     std::optional<spdk::HostCommands> hconv;
-    if (target)
-        tconv.emplace(
-            spdk::TargetTpoints::of(layout), opts.sample, opts.seed, ns,
-            [&ring](uint16_t id) { return ring.owner(id); },
-            [&nsid_of](const std::string& bdev) {
-                const auto it = nsid_of.find(bdev);
-                return it == nsid_of.end() ? uint32_t{0} : it->second;
-            });
-    else
-        hconv.emplace(spdk::HostTpoints::of(layout), opts.sample, opts.seed,
-                      spdk_host_dev(proc.pid), ns);
+    std::optional<spdk::RdmaHostCommands> rconv;
+    SpdkSource src;
+    nlohmann::json spdk_meta = {
+        {"role", target ? "target" : "host"},
+        {"transport", transports.size() == 1 ? transports.front() : std::string("unknown")},
+        {"app", arg},
+        {"pid", proc.pid}};
+    if (rdma_host) {
+        rconv.emplace(sites.wr_offset, opts.sample, opts.seed, spdk_host_dev(proc.pid));
+        spdk_meta["uprobes"] = {
+            {"submit", fmt::format("{}:{:#x} ({})", sites.submit_file, sites.submit_offset,
+                                   spdk::kRdmaSubmitFunction)},
+            {"complete", fmt::format("{}:{:#x} ({})", sites.complete_file, sites.complete_offset,
+                                     spdk::kRdmaCompleteFunction)},
+            {"send_wr_offset", sites.wr_offset}};
+        auto pending = std::make_shared<std::vector<PerfSample>>();
+        auto feed = [&, pending](uint64_t upto) {
+            std::stable_sort(
+                pending->begin(), pending->end(),
+                [](const PerfSample& a, const PerfSample& b) { return a.time < b.time; });
+            size_t n = 0;
+            for (; n < pending->size() && (*pending)[n].time < upto; n++) {
+                const PerfSample& ps = (*pending)[n];
+                if (ps.event == 0)
+                    rconv->submit(spdk::rdma_submit_of(ps, submit_ev));
+                else
+                    rconv->complete(spdk::rdma_complete_of(ps, complete_ev));
+            }
+            pending->erase(pending->begin(), pending->begin() + static_cast<ptrdiff_t>(n));
+        };
+        src.poll = [&, feed, pending] {
+            sampler->read(*pending);
+            const auto now = monotonic_ns();
+            feed(now > kSampleHoldNs ? now - kSampleHoldNs : 0);
+        };
+        src.expire = [&](uint64_t now) { rconv->expire(now); };
+        src.release = [&] { return rconv->release(); };
+        src.release_all = [&, feed, pending] {
+            sampler->read(*pending);
+            feed(UINT64_MAX);
+            return rconv->release_all();
+        };
+        src.lost = [&] { return sampler->lost(); };
+    } else {
+        spdk::RingFollower& ring = *follower;
+        const spdk::TraceFile& layout = ring.layout();
+        spdk_meta["trace"] = proc.trace;
+        spdk_meta["tsc_rate"] = layout.tsc_rate;
+        clock.emplace(layout.tsc_rate);
+        clock->add(spdk::TscClock::now());
+        const auto ns = [&clock](uint64_t tsc) { return clock->ns(tsc); };
+        if (target)
+            tconv.emplace(
+                spdk::TargetTpoints::of(layout), opts.sample, opts.seed, ns,
+                [&ring](uint16_t id) { return ring.owner(id); },
+                [&nsid_of](const std::string& bdev) {
+                    const auto it = nsid_of.find(bdev);
+                    return it == nsid_of.end() ? uint32_t{0} : it->second;
+                });
+        else
+            hconv.emplace(spdk::HostTpoints::of(layout), opts.sample, opts.seed,
+                          spdk_host_dev(proc.pid), ns);
+        auto feed = [&, target](const std::vector<spdk::RingFollower::Entry>& entries) {
+            for (const auto& e : entries)
+                target ? tconv->push(e.entry) : hconv->push(e.entry);
+        };
+        src.poll = [&, feed] {
+            const auto entries = ring.poll();
+            clock->add(spdk::TscClock::now());
+            feed(entries);
+        };
+        src.expire = [&, target](uint64_t now) {
+            target ? tconv->expire(now) : hconv->expire(now);
+        };
+        src.release = [&, target] { return target ? tconv->release() : hconv->release(); };
+        src.release_all = [&, feed, target] {
+            feed(ring.poll());
+            return target ? tconv->release_all() : hconv->release_all();
+        };
+        src.lost = [&] { return ring.lost(); };
+    }
 
     meta.tool_version = kToolVersion;
     meta.role = target ? "target" : "host";
-    meta.transport = transports.size() == 1 ? transports.front() : "unknown";
+    meta.transport = spdk_meta["transport"];
     meta.sample = opts.sample;
     meta.seed = opts.seed;
     meta.command_line = opts.command_line;
     meta.devices = devices;
-    meta.extra["spdk"] = {{"role", meta.role},   {"transport", meta.transport},
-                          {"app", arg},          {"pid", proc.pid},
-                          {"trace", proc.trace}, {"tsc_rate", layout.tsc_rate}};
+    meta.extra["spdk"] = spdk_meta;
 
     const RecordOutput output = prepare_record_output(opts.output);
     if (const std::string note = record_output_note(output); !note.empty())
@@ -299,28 +427,29 @@ int run_record_spdk(const RecordOptions& opts) {
 
     install_record_signals();
 
-    fmt::print(
-        "nvmetrace: profiling as {}, SPDK's (process {}, trace {}), sampling {}, saving "
-        "records; Ctrl-C to stop\n",
-        meta.role, proc.pid, proc.trace,
-        opts.sample == 1 ? std::string("every command")
-                         : fmt::format("1 of {} commands", opts.sample));
+    if (rdma_host)
+        fmt::print(
+            "nvmetrace: profiling as host, SPDK's over RDMA (process {}, uprobes on {} and {}), "
+            "sampling {}, saving records; Ctrl-C to stop\n",
+            proc.pid, spdk::kRdmaSubmitFunction, spdk::kRdmaCompleteFunction,
+            opts.sample == 1 ? std::string("every command")
+                             : fmt::format("1 of {} commands", opts.sample));
+    else
+        fmt::print(
+            "nvmetrace: profiling as {}, SPDK's (process {}, trace {}), sampling {}, saving "
+            "records; Ctrl-C to stop\n",
+            meta.role, proc.pid, proc.trace,
+            opts.sample == 1 ? std::string("every command")
+                             : fmt::format("1 of {} commands", opts.sample));
     std::fflush(stdout);
     const int64_t t0 = mono_ns();
     const int64_t until =
         opts.duration_s > 0 ? t0 + static_cast<int64_t>(opts.duration_s * 1e9) : INT64_MAX;
     bool gone = false;
-    auto feed = [&](const std::vector<spdk::RingFollower::Entry>& entries) {
-        for (const auto& e : entries)
-            target ? tconv->push(e.entry) : hconv->push(e.entry);
-    };
     while (!record_stop_requested() && mono_ns() < until) {
-        const auto entries = ring.poll();
-        clock.add(spdk::TscClock::now());
-        feed(entries);
-        const auto now = static_cast<uint64_t>(mono_ns());
-        target ? tconv->expire(now) : hconv->expire(now);
-        put(target ? tconv->release() : hconv->release());
+        src.poll();
+        src.expire(static_cast<uint64_t>(mono_ns()));
+        put(src.release());
         writer.flush_if_due();
         if (child ? child->exited() : kill(proc.pid, 0) != 0 && errno == ESRCH) {
             gone = true;
@@ -339,8 +468,7 @@ int run_record_spdk(const RecordOptions& opts) {
         }
     }
     const int64_t t_end = mono_ns();
-    feed(ring.poll());
-    put(target ? tconv->release_all() : hconv->release_all());
+    put(src.release_all());
     assembler.finish();
     if (interval_ns)
         stats.flush_interval(static_cast<uint64_t>(t_end));
@@ -348,15 +476,16 @@ int run_record_spdk(const RecordOptions& opts) {
         fmt::print(stderr, "nvmetrace: SPDK's {} (process {}) exited: recording ended\n", meta.role,
                    proc.pid);
 
+    const uint64_t lost = src.lost();
     RecordingTrailer trailer;
-    trailer.lost = ring.lost();
+    trailer.lost = lost;
     uint64_t commands = 0;
     if (target) {
         const spdk::TargetCounts& tc = tconv->counts();
         commands = tc.commands;
         trailer.stats = {{"commands", tc.commands},
                          {"spdk",
-                          {{"ring_entries_lost", ring.lost()},
+                          {{"ring_entries_lost", lost},
                            {"not_sampled", tc.not_sampled},
                            {"no_bdev_io", tc.no_bdev_io},
                            {"unfinished", tc.unfinished},
@@ -369,12 +498,35 @@ int run_record_spdk(const RecordOptions& opts) {
                        "nvmetrace: {} commands without a queue id (their queue pair's trace owner "
                        "named none): joined by LBA and time alone\n",
                        tc.no_qid);
+    } else if (rdma_host) {
+        const spdk::RdmaHostCounts& rc = rconv->counts();
+        commands = rc.commands;
+        trailer.stats = {{"commands", rc.commands},
+                         {"spdk",
+                          {{"samples_lost", lost},
+                           {"not_sampled", rc.not_sampled},
+                           {"other", rc.other},
+                           {"unknown_queue", rc.unknown_queue},
+                           {"unfinished", rc.unfinished},
+                           {"mismatched", rc.mismatched},
+                           {"abandoned", rc.abandoned},
+                           {"in_flight_at_end", rc.cut_end}}}};
+        if (rc.mismatched)
+            fmt::print(stderr,
+                       "nvmetrace: {} completions named another command id than their request's: "
+                       "the request layout read from {} does not match the running code\n",
+                       rc.mismatched, sites.complete_file);
+        if (rc.unknown_queue)
+            fmt::print(stderr,
+                       "nvmetrace: {} commands on queue pairs whose Connect was not seen: left "
+                       "out\n",
+                       rc.unknown_queue);
     } else {
         const spdk::HostCounts& hc = hconv->counts();
         commands = hc.commands;
         trailer.stats = {{"commands", hc.commands},
                          {"spdk",
-                          {{"ring_entries_lost", ring.lost()},
+                          {{"ring_entries_lost", lost},
                            {"not_sampled", hc.not_sampled},
                            {"other", hc.other},
                            {"unfinished", hc.unfinished},
@@ -382,11 +534,16 @@ int run_record_spdk(const RecordOptions& opts) {
                            {"in_flight_at_end", hc.cut_end}}}};
     }
     writer.close(trailer);
-    if (ring.lost())
+    if (lost && rdma_host)
+        fmt::print(stderr,
+                   "nvmetrace: the kernel dropped {} uprobe samples (its perf rings were full): "
+                   "their commands are missing\n",
+                   lost);
+    else if (lost)
         fmt::print(stderr,
                    "nvmetrace: SPDK overwrote {} trace entries before they were read: start "
                    "the app with a larger ring (--num-trace-entries)\n",
-                   ring.lost());
+                   lost);
 
     const Summary summary = stats.summary(static_cast<uint64_t>(t_end - t0));
     fmt::print("nvmetrace: {} commands ({} records) written to {}\n\n", commands,
@@ -394,7 +551,7 @@ int run_record_spdk(const RecordOptions& opts) {
     ReportOptions ro;
     ro.detail = opts.detail;
     ro.origin_ns = static_cast<uint64_t>(meta.start_monotonic_ns);
-    (target ? ro.lost_target : ro.lost_host) = ring.lost();
+    (target ? ro.lost_target : ro.lost_host) = lost;
     fmt::print("{}", summary_text(summary, assembler.counts(), ro));
     if (child) {
         const int st = child->status().value_or(1);

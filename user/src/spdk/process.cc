@@ -1,8 +1,13 @@
 #include "spdk/process.h"
 
+#include "spdk/rdma_host_probes.h"
 #include "spdk/trace_file.h"
 #include "util/error.h"
+#include "util/uprobe_events.h"
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <filesystem>
@@ -104,10 +109,72 @@ std::vector<Need> needs(bool target, std::string_view transport) {
     return {};
 }
 
-bool probe_role(bool target, const std::string& arg, const std::vector<std::string>& transports) {
+namespace {
+
+// The RDMA host's part of probe: the uprobes' places and the request's
+// layout in the app's binary and libraries, and whether uprobes can be made.
+bool probe_rdma_host(const Source& src, const std::string& arg) {
+    std::string binary = src.binary;
+    if (binary.empty() && !src.processes.empty() && src.processes.front().pid)
+        binary = canonical_or_empty(fmt::format("/proc/{}/exe", src.processes.front().pid));
+    fmt::print("  over RDMA: uprobes (SPDK's NVMe/RDMA initiator has no tracepoints)\n");
+    if (binary.empty()) {
+        fmt::print("  absent {}: not a program; name the app's binary\n", arg);
+        return false;
+    }
+    RdmaHostSites sites;
+    try {
+        sites = find_rdma_host_sites(binary);
+    } catch (const Error& e) {
+        fmt::print("  absent {}\n", e.what());
+        return false;
+    }
+    fmt::print("  {:<6} {:<38} {}:{:#x}: a command's capsule: cid, opcode, LBA, length\n", "ok",
+               kRdmaSubmitFunction, sites.submit_file, sites.submit_offset);
+    fmt::print("  {:<6} {:<38} {}:{:#x}: its completion: cid, status\n", "ok",
+               kRdmaCompleteFunction, sites.complete_file, sites.complete_offset);
+    fmt::print("  {:<6} {:<38} send_wr at {} (debug information): a completion's request\n", "ok",
+               "struct spdk_nvme_rdma_req", sites.wr_offset);
+    bool ok = true;
+    try {
+        const std::string dir = tracefs_dir();
+        if (access((dir + "/uprobe_events").c_str(), W_OK) == 0) {
+            fmt::print("  {:<6} {:<38} {}/uprobe_events\n", "ok", "uprobe events", dir);
+        } else {
+            fmt::print("  {:<6} {:<38} {}/uprobe_events is not writable (root is needed)\n", "off",
+                       "uprobe events", dir);
+            ok = false;
+        }
+    } catch (const Error& e) {
+        fmt::print("  {:<6} {:<38} {}\n", "absent", "uprobe events", e.what());
+        ok = false;
+    }
+    if (ok)
+        fmt::print(
+            "  record it from its start (its queue ids come from its Connects): "
+            "nvmetrace record --spdk-host {0} -- {0} ARGS\n",
+            binary);
+    return ok;
+}
+
+}  // namespace
+
+bool probe_role(bool target, const std::string& arg,
+                const std::vector<std::string>& transports_asked) {
     const char* role = target ? "target" : "host";
     Source src = find_source(arg);
     fmt::print("spdk {}: {}\n", role, arg);
+    std::vector<std::string> transports = transports_asked;
+    bool rdma_ok = false;
+    if (const auto r = std::find(transports.begin(), transports.end(), "rdma");
+        !target && r != transports.end()) {
+        transports.erase(r);
+        rdma_ok = probe_rdma_host(src, arg);
+        if (transports.empty()) {
+            fmt::print("  load: {}\n\n", rdma_ok ? "ok" : "FAILED");
+            return rdma_ok;
+        }
+    }
     // the app's option that turns tracepoint groups on: -e, but -y for spdk_nvme_perf
     // (its -e is metadata)
     std::string app = src.binary.empty() ? std::string() : fs::path(src.binary).filename().string();
@@ -124,9 +191,9 @@ bool probe_role(bool target, const std::string& arg, const std::vector<std::stri
     if (src.processes.empty()) {
         fmt::print(
             "  running processes: none: record reads the trace ring of a running SPDK app; "
-            "start it with its tracepoints on ({})\n  load: FAILED\n\n",
-            start_as);
-        return false;
+            "start it with its tracepoints on ({})\n  load: {}\n\n",
+            start_as, rdma_ok ? "ok" : "FAILED");
+        return rdma_ok;
     }
     bool ok = true;
     for (const Process& pr : src.processes) {
@@ -202,6 +269,7 @@ bool probe_role(bool target, const std::string& arg, const std::vector<std::stri
         }
         ok = ok && any;
     }
+    ok = ok || rdma_ok;
     fmt::print("  load: {}\n\n", ok ? "ok" : "FAILED");
     return ok;
 }

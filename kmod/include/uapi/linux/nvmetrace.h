@@ -191,12 +191,13 @@ enum nvmetrace_event {
 	NVMETRACE_EV_GAP		= 192,
 
 	/*
-	 * SPDK's NVMe/TCP driver on the host (spdk_nvme_perf, or any app on
-	 * SPDK's NVMe driver), written by the recorder from SPDK's trace
-	 * (record --spdk-host), never by the module; flags has
+	 * SPDK's NVMe driver on the host (spdk_nvme_perf, or any app on it),
+	 * written by the recorder (record --spdk-host), never by the module:
+	 * over TCP from SPDK's trace, over RDMA from two uprobes; flags has
 	 * NVMETRACE_REC_SPDK.  SUBMIT: the command handed to its queue pair
-	 * (NVME_TCP_SUBMIT); COMPLETE: its response processed, before the
-	 * app's callback (NVME_TCP_COMPLETE), aux the NVMe status.
+	 * (NVME_TCP_SUBMIT; spdk_rdma_provider_qp_queue_send_wrs); COMPLETE:
+	 * its response processed, before the app's callback
+	 * (NVME_TCP_COMPLETE; nvme_rdma_req_complete), aux the NVMe status.
 	 */
 	NVMETRACE_EV_SPDK_SUBMIT	= 208,
 	NVMETRACE_EV_SPDK_COMPLETE	= 209,
