@@ -6,6 +6,7 @@
 
 #include <linux/nvmetrace.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
 #include <span>
@@ -43,6 +44,47 @@ inline void as_spdk_target(const std::filesystem::path& from, const std::filesys
         }
         out.append(v);
     });
+    out.close();
+}
+
+// The kernel target recording of `from` (nvmet-tcp) as nvmet-rdma's would
+// be: the command's arrival is nvmet_rdma_recv_done, its response posted
+// (nvmet_rdma_queue_response) 1 us after nvmet_req_complete, its send
+// completion (nvmet_rdma_send_done) send_done_after_ns after that; TCP's own
+// target events left out.
+inline void as_rdma_target(const std::filesystem::path& from, const std::filesystem::path& to,
+                           uint64_t send_done_after_ns) {
+    RecordingReader in = RecordingReader::open(from);
+    RecordingMeta meta = in.meta();
+    meta.transport = "rdma";
+    std::vector<nvmetrace_rec> all;
+    in.for_each([&](std::span<const nvmetrace_rec> recs) {
+        for (nvmetrace_rec r : recs) {
+            if (r.event == NVMETRACE_EV_TCPT_CMD_RECV) {
+                r.event = NVMETRACE_EV_RDMAT_RECV;
+            } else if (r.event > NVMETRACE_EV_TCPT_CMD_RECV &&
+                       r.event <= NVMETRACE_EV_TCPT_DATA_RECV) {
+                continue;  // R2T, H2C data, in-capsule data: nvmet-tcp's own
+            }
+            all.push_back(r);
+            if (r.event == NVMETRACE_EV_NVMET_COMPLETE) {
+                r.event = NVMETRACE_EV_RDMAT_RSP_POST;
+                r.ts += 1000;
+                all.push_back(r);
+                // its send completion: after the host has the response
+                r.event = NVMETRACE_EV_RDMAT_SEND_DONE;
+                r.ts += send_done_after_ns;
+                all.push_back(r);
+            }
+        }
+    });
+    std::stable_sort(all.begin(), all.end(),
+                     [](const nvmetrace_rec& a, const nvmetrace_rec& b) { return a.ts < b.ts; });
+    for (size_t i = 0; i < all.size(); i++)
+        all[i].seq = i;
+    RecordingWriter out = RecordingWriter::open(to);
+    out.write_meta(meta);
+    out.append(all);
     out.close();
 }
 

@@ -150,6 +150,8 @@ inline constexpr ComponentDef kComponents[] = {
      "network and target (not recorded)", kHost, 0},
     {"network: wire and NICs (computed)", NVMETRACE_EV_SPDK_SUBMIT, NVMETRACE_EV_TCPT_CMD_RECV,
      "network", kJoined, 0},
+    {"network: wire and NICs (computed)", NVMETRACE_EV_SPDK_SUBMIT, NVMETRACE_EV_RDMAT_RECV,
+     "network", kJoined, 0},
     {"network: wire and NICs (computed)", NVMETRACE_EV_SPDK_SUBMIT, NVMETRACE_EV_NVMET_INIT,
      "network", kJoined, 0},
     // the capsule's send completion, before or after the response
@@ -213,6 +215,8 @@ inline constexpr ComponentDef kComponents[] = {
     {"network (seam)", NVMETRACE_EV_RDMAT_RSP_POST, NVMETRACE_EV_RDMA_RECV_DONE, "network", kJoined,
      0, true},
     {"network (seam)", NVMETRACE_EV_RDMAT_RSP_POST, NVMETRACE_EV_NVME_COMPLETE, "network", kJoined,
+     0, true},
+    {"network (seam)", NVMETRACE_EV_RDMAT_RSP_POST, NVMETRACE_EV_SPDK_COMPLETE, "network", kJoined,
      0, true},
     {"network (seam)", NVMETRACE_EV_NVMET_COMPLETE, NVMETRACE_EV_RDMA_RECV_DONE, "network", kJoined,
      0, true},

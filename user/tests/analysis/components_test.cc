@@ -161,6 +161,30 @@ TEST(Layout, EveryTransportShapeHasAPath) {
     }
 }
 
+// SPDK's host joined with nvmet-rdma: the path runs from SPDK's submission through the
+// target's receive, its rows and its posted response, to SPDK's completion (not ending at
+// the response: the seam from nvmet_rdma_queue_response to SPDK's completion).
+TEST(SpdkLayout, HostJoinedWithNvmetRdmaEndsAtItsCompletion) {
+    EventMask present = 0;
+    for (uint16_t ev :
+         {NVMETRACE_EV_SPDK_SUBMIT, NVMETRACE_EV_RDMAT_RECV, NVMETRACE_EV_NVMET_INIT,
+          NVMETRACE_EV_NVMET_EXEC, NVMETRACE_EV_NVMET_BIO_DONE, NVMETRACE_EV_NVMET_COMPLETE,
+          NVMETRACE_EV_RDMAT_RSP_POST, NVMETRACE_EV_RDMAT_SEND_DONE, NVMETRACE_EV_SPDK_COMPLETE})
+        present |= EventMask{1} << slot(ev);
+    Layout l = layout_for(View::joined, present, kComponents);
+    ASSERT_TRUE(l.complete());
+    ASSERT_FALSE(l.segments.empty());
+    EXPECT_EQ(l.segments.front().from_slot, slot(NVMETRACE_EV_SPDK_SUBMIT));
+    EXPECT_EQ(l.segments.back().to_slot, slot(NVMETRACE_EV_SPDK_COMPLETE));
+    for (size_t i = 1; i < l.segments.size(); i++)
+        EXPECT_EQ(l.segments[i - 1].to_slot, l.segments[i].from_slot);
+    // the capsule's arrival at the target is a boundary: the wire is computed to it
+    bool to_recv = false;
+    for (const auto& seg : l.segments)
+        to_recv = to_recv || seg.to_slot == slot(NVMETRACE_EV_RDMAT_RECV);
+    EXPECT_TRUE(to_recv);
+}
+
 // With libaio's rows after the block layer, the hop into nvme_complete_rq is still listed
 // under the block layer's completion row (as in the seed), not under the reap.
 TEST(TcpLayout, HandoffStaysUnderTheBlockLayersCompletion) {

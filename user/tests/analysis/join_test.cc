@@ -1026,5 +1026,35 @@ TEST(JoinFiles, SpdkHostJoinsAKernelTargetAndAnSpdkTarget) {
     }
 }
 
+TEST(JoinFiles, SpdkHostJoinsAKernelRdmaTargetToItsCompletion) {
+    // the SPDK host's span ends at its own completion, after nvmet-rdma's response is posted
+    Dir d;
+    synth::Options o;
+    o.commands = 2000;
+    synth::write(d / "h.ntr", d / "t.ntr", o);
+    synth::as_spdk_host(d / "h.ntr", d / "sh.ntr");
+    // its send completion after the host's completion, as it comes on a real target
+    synth::as_rdma_target(d / "t.ntr", d / "rt.ntr", 2 * o.net_back);
+    JoinFilesOptions jo;
+    jo.window_ns = 100'000'000;
+    JoinedReport r = join_files({d / "sh.ntr", d / "rt.ntr"}, jo);
+    EXPECT_EQ(r.join.host, 2000u);
+    EXPECT_EQ(r.join.matched, 2000u);
+    EXPECT_EQ(r.join.negative_network, 0u);
+    const GroupSummary* g = joined_group(r.summary);
+    ASSERT_NE(g, nullptr);
+    EXPECT_TRUE(g->missing.empty());
+    EXPECT_EQ(g->span.to,
+              "its response processed, before the app's callback (NVME_TCP_COMPLETE; "
+              "over RDMA, nvme_rdma_req_complete)");
+    const double span =
+        o.net_out + o.target_submit + o.storage + o.target_complete + o.net_back + 0.0;
+    EXPECT_NEAR(g->mean_us, span / 1e3, span / 1e3 * 0.1);
+    double stages = 0;
+    for (const auto& st : g->stages)
+        stages += st.mean_us;
+    EXPECT_NEAR(stages, g->mean_us, 1e-6);
+}
+
 }  // namespace
 }  // namespace nvmetrace
