@@ -174,8 +174,12 @@ awk -v a="$ours" -v p="$perf_avg" 'BEGIN { d = (a - p) / p; exit !(d <= 0.02 && 
 log "accuracy: spdk_nvme_perf's average $perf_avg us, the recording's mean $ours us"
 
 # what is wrong, said: no process of the binary, a process without a trace ring
-"$NVMETRACE_BIN" probe --spdk-host "$SPDK/bin/spdk_nvme_perf" >"$RESULTS/probe-none.txt" 2>&1 &&
-	fail "probe passed with no spdk_nvme_perf running"
+# (over TCP: its ring is read live; over RDMA it is recorded from its start, so without -t
+# probe passes on RDMA's uprobes alone)
+"$NVMETRACE_BIN" probe -t tcp --spdk-host "$SPDK/bin/spdk_nvme_perf" >"$RESULTS/probe-none.txt" 2>&1 &&
+	fail "probe -t tcp passed with no spdk_nvme_perf running"
+"$NVMETRACE_BIN" probe --spdk-host "$SPDK/bin/spdk_nvme_perf" >"$RESULTS/probe-none-both.txt" 2>&1 ||
+	{ cat "$RESULTS/probe-none-both.txt"; fail "probe without -t failed: RDMA's uprobes need no running app"; }
 grep -q 'running processes: none: .* (spdk_nvme_perf -y nvme_tcp)' "$RESULTS/probe-none.txt" ||
 	{ cat "$RESULTS/probe-none.txt"; fail "probe did not say how to start spdk_nvme_perf"; }
 "$NVMETRACE_BIN" probe --spdk-target $$ >"$RESULTS/probe-notrace.txt" 2>&1 &&

@@ -33,6 +33,7 @@
 #include <cerrno>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -79,6 +80,30 @@ spdk::Process traced_process(const std::string& opt, const std::string& arg, boo
                         opt, arg, traced.size(), pids.substr(1)));
     }
     return traced.front();
+}
+
+// The one running process that `arg` (a binary or a pid) names: an app
+// recorded by uprobes needs no trace ring.
+spdk::Process running_process(const std::string& arg) {
+    const spdk::Source src = spdk::find_source(arg);
+    if (src.processes.empty())
+        throw Error(fmt::format(
+            "--spdk-host {}: no process of it is running; start it, or let record start it "
+            "(record --spdk-host APP -- APP ARGS)",
+            arg));
+    if (src.processes.size() > 1) {
+        std::string pids;
+        for (const auto& p : src.processes)
+            pids += fmt::format(" {}", p.pid);
+        throw Error(fmt::format("--spdk-host {}: {} processes of it run ({}): name one by its pid",
+                                arg, src.processes.size(), pids.substr(1)));
+    }
+    if (src.processes.front().pid == 0)
+        throw Error(
+            fmt::format("--spdk-host {}: over RDMA, name the app's binary or pid, not a "
+                        "trace file",
+                        arg));
+    return src.processes.front();
 }
 
 // The trace ring of an app the recorder started, into `out` once SPDK has
@@ -150,6 +175,16 @@ bool args_name_rdma(const std::vector<std::string>& command) {
     return false;
 }
 
+// A process's arguments (/proc/PID/cmdline); empty when it is gone.
+std::vector<std::string> cmdline_of(int pid) {
+    std::ifstream in(fmt::format("/proc/{}/cmdline", pid), std::ios::binary);
+    std::vector<std::string> args;
+    std::string a;
+    while (std::getline(in, a, '\0'))
+        args.push_back(a);
+    return args;
+}
+
 // The uprobes' samples held this long, then handed on in time order: each
 // CPU's ring is in order, the rings are not with each other.
 constexpr uint64_t kSampleHoldNs = 50'000'000;
@@ -174,13 +209,17 @@ int run_record_spdk(const RecordOptions& opts) {
     if (!opts.transport.empty() && opts.transport != "tcp" && opts.transport != "rdma")
         throw Error(fmt::format("-t {}: the transport is tcp or rdma", opts.transport));
     // SPDK's RDMA initiator has no tracepoints: uprobes, placed before the app starts
-    const bool rdma_host = !target && (opts.transport == "rdma" ||
-                                       (opts.transport.empty() && args_name_rdma(opts.command)));
-    if (rdma_host && opts.command.empty())
-        throw Error(
-            "--spdk-host -t rdma: SPDK's NVMe/RDMA initiator has no tracepoints; it is recorded "
-            "by uprobes from its start, which name each queue pair's queue id: nvmetrace record "
-            "--spdk-host APP -- APP ARGS");
+    // (-t absent: the app's command line, or the running app's, names its transport)
+    bool rdma_host = !target && opts.transport == "rdma";
+    if (!target && opts.transport.empty()) {
+        if (!opts.command.empty()) {
+            rdma_host = args_name_rdma(opts.command);
+        } else {
+            const spdk::Source src = spdk::find_source(arg);
+            if (src.processes.size() == 1 && src.processes.front().pid)
+                rdma_host = args_name_rdma(cmdline_of(src.processes.front().pid));
+        }
+    }
     if (target && !opts.command.empty())
         throw Error(
             "--spdk-target -- CMD: start SPDK's target yourself (it is set up by RPC once it "
@@ -198,6 +237,14 @@ int run_record_spdk(const RecordOptions& opts) {
     std::optional<TracepointSampler> sampler;
     UprobeEvents::Event submit_ev, complete_ev;
     spdk::RdmaHostSites sites;
+    auto place_uprobes = [&](const std::string& program) {
+        sites = spdk::find_rdma_host_sites(program);
+        uprobes.emplace(fmt::format("nvmetrace_{}", getpid()));
+        submit_ev = uprobes->add("spdk_rdma_submit", sites.submit_file, sites.submit_offset,
+                                 spdk::rdma_submit_args(sites));
+        complete_ev = uprobes->add("spdk_rdma_complete", sites.complete_file, sites.complete_offset,
+                                   spdk::rdma_complete_args());
+    };
     if (!opts.command.empty()) {
         const std::string cmd = resolve_command(opts.command.front());
         std::error_code ec;
@@ -207,13 +254,8 @@ int run_record_spdk(const RecordOptions& opts) {
                 "--spdk-host {} -- {}: with a command, --spdk-host names the same program", arg,
                 opts.command.front()));
         if (rdma_host) {
-            sites = spdk::find_rdma_host_sites(cmd);
-            uprobes.emplace(fmt::format("nvmetrace_{}", getpid()));
-            submit_ev = uprobes->add("spdk_rdma_submit", sites.submit_file, sites.submit_offset,
-                                     spdk::rdma_submit_args());
-            complete_ev = uprobes->add("spdk_rdma_complete", sites.complete_file,
-                                       sites.complete_offset, spdk::rdma_complete_args());
-            // the events open on the child before its exec: its first Connect is seen
+            place_uprobes(cmd);
+            // the events open on the child before its exec: its first command is seen
             child.emplace(ChildProcess::start(opts.command, -1, [&](pid_t pid) {
                 sampler.emplace(pid, std::vector<uint64_t>{submit_ev.id, complete_ev.id});
             }));
@@ -224,6 +266,19 @@ int run_record_spdk(const RecordOptions& opts) {
             wait_for_ring(*child, target, follower);
             proc.trace = follower->path();
         }
+    } else if (rdma_host) {
+        // a running app: each of its threads followed from now (SPDK starts its reactors
+        // before its first command)
+        proc = running_process(arg);
+        std::error_code ec;
+        const std::string exe =
+            std::filesystem::read_symlink(fmt::format("/proc/{}/exe", proc.pid), ec).string();
+        if (ec)
+            throw Error(fmt::format("--spdk-host {}: its program is not known (/proc/{}/exe: {})",
+                                    arg, proc.pid, ec.message()));
+        place_uprobes(exe);
+        sampler.emplace(proc.pid, std::vector<uint64_t>{submit_ev.id, complete_ev.id}, 256,
+                        TracepointSampler::Mode::threads);
     } else {
         proc = traced_process(opt, arg, target);
         follower.emplace(proc.trace);
@@ -315,7 +370,10 @@ int run_record_spdk(const RecordOptions& opts) {
                                    spdk::kRdmaSubmitFunction)},
             {"complete", fmt::format("{}:{:#x} ({})", sites.complete_file, sites.complete_offset,
                                      spdk::kRdmaCompleteFunction)},
-            {"send_wr_offset", sites.wr_offset}};
+            {"send_wr_offset", sites.wr_offset},
+            {"req_offset", sites.req_offset},
+            {"qpair_offset", sites.qpair_offset},
+            {"qid_offset", sites.qid_offset}};
         auto pending = std::make_shared<std::vector<PerfSample>>();
         auto feed = [&, pending](uint64_t upto) {
             std::stable_sort(
@@ -476,6 +534,16 @@ int run_record_spdk(const RecordOptions& opts) {
         fmt::print(stderr, "nvmetrace: SPDK's {} (process {}) exited: recording ended\n", meta.role,
                    proc.pid);
 
+    // what a uprobe hit costs here, measured on nvmetrace itself once the app is done: the
+    // app's commands each passed two
+    std::optional<uint64_t> hit_ns;
+    if (rdma_host) {
+        try {
+            hit_ns = spdk::measure_uprobe_hit_ns();
+        } catch (const Error& e) {
+            fmt::print(stderr, "nvmetrace: the uprobes' cost not measured: {}\n", e.what());
+        }
+    }
     const uint64_t lost = src.lost();
     RecordingTrailer trailer;
     trailer.lost = lost;
@@ -506,7 +574,6 @@ int run_record_spdk(const RecordOptions& opts) {
                           {{"samples_lost", lost},
                            {"not_sampled", rc.not_sampled},
                            {"other", rc.other},
-                           {"unknown_queue", rc.unknown_queue},
                            {"unfinished", rc.unfinished},
                            {"mismatched", rc.mismatched},
                            {"abandoned", rc.abandoned},
@@ -516,11 +583,18 @@ int run_record_spdk(const RecordOptions& opts) {
                        "nvmetrace: {} completions named another command id than their request's: "
                        "the request layout read from {} does not match the running code\n",
                        rc.mismatched, sites.complete_file);
-        if (rc.unknown_queue)
+        if (hit_ns) {
+            trailer.stats["spdk"]["uprobe_hit_ns"] = *hit_ns;
             fmt::print(stderr,
-                       "nvmetrace: {} commands on queue pairs whose Connect was not seen: left "
-                       "out\n",
-                       rc.unknown_queue);
+                       "nvmetrace: each command passed two uprobes, about {:.2f} us a hit here "
+                       "(measured on nvmetrace itself): the app ran slower by about {:.2f} us a "
+                       "command, about one hit of it outside the recorded span\n",
+                       static_cast<double>(*hit_ns) / 1e3, 2 * static_cast<double>(*hit_ns) / 1e3);
+        } else {
+            fmt::print(stderr,
+                       "nvmetrace: each command passed two uprobes (a trap each): the app ran "
+                       "slower by their time, about one hit of it outside the recorded span\n");
+        }
     } else {
         const spdk::HostCounts& hc = hconv->counts();
         commands = hc.commands;

@@ -151,8 +151,8 @@ bool probe_rdma_host(const Source& src, const std::string& arg) {
     }
     if (ok)
         fmt::print(
-            "  record it from its start (its queue ids come from its Connects): "
-            "nvmetrace record --spdk-host {0} -- {0} ARGS\n",
+            "  record it while it runs (nvmetrace record --spdk-host {0}), or from its "
+            "start (nvmetrace record --spdk-host {0} -- {0} ARGS)\n",
             binary);
     return ok;
 }

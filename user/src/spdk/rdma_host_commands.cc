@@ -12,7 +12,6 @@ constexpr uint32_t kIbvWrSend = 2;  // enum ibv_wr_opcode IBV_WR_SEND
 constexpr uint8_t kNvmeWrite = 0x01;
 constexpr uint8_t kNvmeRead = 0x02;
 constexpr uint8_t kFabrics = 0x7f;
-constexpr uint8_t kFabricsConnect = 0x01;
 
 }  // namespace
 
@@ -23,19 +22,8 @@ void RdmaHostCommands::submit(const RdmaSubmit& s) {
     newest_ = std::max(newest_, s.ts);
     if (s.wr_opcode != kIbvWrSend)
         return;
-    if (s.opc == kFabrics) {
-        // Connect: CDW10's high half-word is the queue id (0: the admin queue)
-        if ((s.nsid & 0xff) == kFabricsConnect)
-            qid_of_[s.qp] = static_cast<uint16_t>(s.cdw10 >> 16);
-        counts_.other++;
-        return;
-    }
-    const auto q = qid_of_.find(s.qp);
-    if (q == qid_of_.end()) {
-        counts_.unknown_queue++;  // admin or I/O: its opcode cannot be read without the queue
-        return;
-    }
-    if (q->second == 0 || (s.opc != kNvmeRead && s.opc != kNvmeWrite)) {
+    // the admin queue's opcodes mean other things; Fabrics commands (Connect, ...) are not I/O
+    if (s.qid == 0 || s.opc == kFabrics || (s.opc != kNvmeRead && s.opc != kNvmeWrite)) {
         counts_.other++;
         return;
     }
@@ -44,7 +32,7 @@ void RdmaHostCommands::submit(const RdmaSubmit& s) {
     c.lba = s.cdw10;
     c.blocks = (s.cdw12 & 0xffffu) + 1;
     c.cid = s.cid;
-    c.qid = q->second;
+    c.qid = s.qid;
     c.write = s.opc == kNvmeWrite;
     if (!sampled(c.lba, seed_, sample_)) {
         counts_.not_sampled++;

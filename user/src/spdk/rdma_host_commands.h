@@ -6,9 +6,9 @@
 // driver hands a command capsule to its RDMA queue pair.  The work request
 // is the request's own (struct spdk_nvme_rdma_req's send_wr) and its first
 // scatter entry is the 64-byte command: opcode, command id, namespace,
-// CDW10-12 (rdma-core's and the NVMe specification's layouts).  A Fabrics
-// Connect on a queue pair names its queue id: the queue pair's later
-// commands carry it.
+// CDW10-12 (rdma-core's and the NVMe specification's layouts); through the
+// request that holds the work request, its queue pair's queue id (offsets
+// from SPDK's debug information).
 //
 // Completion: nvme_rdma_req_complete(rdma_req, cpl), where the driver
 // completes the request to the app: its command id and status.  The request
@@ -33,6 +33,7 @@ struct RdmaSubmit {
     uint64_t qp = 0;         // struct spdk_rdma_provider_qp *
     uint64_t wr = 0;         // struct ibv_send_wr *
     uint32_t wr_opcode = 0;  // enum ibv_wr_opcode: IBV_WR_SEND (2) for a capsule
+    uint16_t qid = 0;        // the queue pair's: 0 is the admin queue
     uint8_t opc = 0;
     uint16_t cid = 0;
     uint32_t nsid = 0;   // for a Fabrics command, byte 0 is its type
@@ -49,14 +50,13 @@ struct RdmaComplete {
 };
 
 struct RdmaHostCounts {
-    uint64_t commands = 0;       // reads and writes made into records
-    uint64_t not_sampled = 0;    // their LBA is not picked by 1-of-N
-    uint64_t other = 0;          // admin and Fabrics commands, I/O other than read and write
-    uint64_t unknown_queue = 0;  // on a queue pair whose Connect was not seen: left out
-    uint64_t unfinished = 0;     // a request reused before its completion was seen
-    uint64_t mismatched = 0;     // a completion whose command id is not its request's
-    uint64_t abandoned = 0;      // not completed within kAbandonNs
-    uint64_t cut_end = 0;        // in flight when the recording ended
+    uint64_t commands = 0;     // reads and writes made into records
+    uint64_t not_sampled = 0;  // their LBA is not picked by 1-of-N
+    uint64_t other = 0;        // admin and Fabrics commands, I/O other than read and write
+    uint64_t unfinished = 0;   // a request reused before its completion was seen
+    uint64_t mismatched = 0;   // a completion whose command id is not its request's
+    uint64_t abandoned = 0;    // not completed within kAbandonNs
+    uint64_t cut_end = 0;      // in flight when the recording ended
 };
 
 class RdmaHostCommands {
@@ -78,7 +78,6 @@ public:
 
     const RdmaHostCounts& counts() const { return counts_; }
     size_t in_flight() const { return cmds_.size(); }
-    size_t queues() const { return qid_of_.size(); }
 
 private:
     struct Cmd {
@@ -92,8 +91,7 @@ private:
     uint32_t sample_;
     uint64_t seed_;
     uint32_t dev_;
-    std::unordered_map<uint64_t, uint16_t> qid_of_;  // queue pair -> its Connect's queue id
-    std::unordered_map<uint64_t, Cmd> cmds_;         // sampled reads and writes, by work request
+    std::unordered_map<uint64_t, Cmd> cmds_;  // sampled reads and writes, by work request
     OrderedRecords done_;
     uint64_t newest_ = 0;
     RdmaHostCounts counts_;

@@ -9,6 +9,7 @@
 #include "util/uprobe_events.h"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace nvmetrace::spdk {
@@ -21,7 +22,9 @@ inline constexpr const char* kRdmaCompleteFunction = "nvme_rdma_req_complete";
 struct RdmaHostSites {
     std::string submit_file, complete_file;
     uint64_t submit_offset = 0, complete_offset = 0;
-    uint64_t wr_offset = 0;  // offsetof(struct spdk_nvme_rdma_req, send_wr)
+    // from SPDK's DWARF: offsetof(struct spdk_nvme_rdma_req, send_wr) and (req),
+    // offsetof(struct nvme_request, qpair), offsetof(struct spdk_nvme_qpair, id)
+    uint64_t wr_offset = 0, req_offset = 0, qpair_offset = 0, qid_offset = 0;
 };
 
 // Finds both functions for `app` (a program path) and the request layout;
@@ -29,8 +32,14 @@ struct RdmaHostSites {
 RdmaHostSites find_rdma_host_sites(const std::string& app);
 
 // The uprobes' fetch arguments (x86-64: the first two arguments in %di, %si).
-std::string rdma_submit_args();
+std::string rdma_submit_args(const RdmaHostSites& sites);
 std::string rdma_complete_args();
+
+// What one hit of a uprobe like the completion's costs here, in ns: a
+// function of this program called with and without one (its samples
+// counted), the best of a few rounds each.  Nothing when this program's
+// symbols are stripped.  Throws Error when uprobes cannot be made.
+std::optional<uint64_t> measure_uprobe_hit_ns();
 
 // A sample of either event into the converter's terms.
 RdmaSubmit rdma_submit_of(const PerfSample& s, const UprobeEvents::Event& ev);

@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <cstring>
 #include <ctime>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -53,16 +54,31 @@ bool parse_perf_sample(const uint8_t* p, size_t n, uint64_t& id, PerfSample& out
     return true;
 }
 
-TracepointSampler::TracepointSampler(pid_t pid, const std::vector<uint64_t>& ids, size_t pages)
+TracepointSampler::TracepointSampler(pid_t pid, const std::vector<uint64_t>& ids, size_t pages,
+                                     Mode mode)
     : page_(static_cast<size_t>(sysconf(_SC_PAGESIZE))), pages_(pages) {
-    std::ifstream online("/sys/devices/system/cpu/online");
-    std::string list;
-    std::getline(online, list);
-    const std::vector<int> cpus = parse_cpu_list(list);
-    if (cpus.empty())
-        throw Error("/sys/devices/system/cpu/online names no CPU");
+    // (task, CPU) pairs, one ring each: per CPU for a task and its threads to come (perf
+    // maps no inherited event opened on every CPU at once), per thread otherwise
+    std::vector<std::pair<pid_t, int>> where;
+    if (mode == Mode::threads) {
+        std::error_code ec;
+        for (const auto& d :
+             std::filesystem::directory_iterator(fmt::format("/proc/{}/task", pid), ec))
+            where.emplace_back(std::stoi(d.path().filename().string()), -1);
+        if (where.empty())
+            throw Error(fmt::format("process {} is not running", pid));
+    } else {
+        std::ifstream online("/sys/devices/system/cpu/online");
+        std::string list;
+        std::getline(online, list);
+        const std::vector<int> cpus = parse_cpu_list(list);
+        if (cpus.empty())
+            throw Error("/sys/devices/system/cpu/online names no CPU");
+        for (const int cpu : cpus)
+            where.emplace_back(pid, cpu);
+    }
     try {
-        for (const int cpu : cpus) {
+        for (const auto& [task, cpu] : where) {
             Ring ring;
             for (size_t i = 0; i < ids.size(); i++) {
                 perf_event_attr a{};
@@ -72,18 +88,22 @@ TracepointSampler::TracepointSampler(pid_t pid, const std::vector<uint64_t>& ids
                 a.sample_period = 1;
                 a.sample_type = PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_TID | PERF_SAMPLE_TIME |
                                 PERF_SAMPLE_CPU | PERF_SAMPLE_RAW;
-                a.disabled = 1;
-                a.enable_on_exec = 1;
-                a.inherit = 1;
+                a.disabled = mode == Mode::from_exec ? 1 : 0;
+                a.enable_on_exec = mode == Mode::from_exec ? 1 : 0;
+                a.inherit = mode == Mode::threads ? 0 : 1;
                 a.use_clockid = 1;
                 a.clockid = CLOCK_MONOTONIC;
                 const int fd = static_cast<int>(
-                    syscall(SYS_perf_event_open, &a, pid, cpu, -1, PERF_FLAG_FD_CLOEXEC));
-                if (fd < 0)
+                    syscall(SYS_perf_event_open, &a, task, cpu, -1, PERF_FLAG_FD_CLOEXEC));
+                if (fd < 0) {
+                    // a thread that ended while the list was read: nothing of it to follow
+                    if (errno == ESRCH && mode == Mode::threads && ring.fd < 0)
+                        break;
                     throw errno_error(
-                        fmt::format("perf_event_open (tracepoint {} on CPU {}, process {})", ids[i],
-                                    cpu, pid),
+                        fmt::format("perf_event_open (tracepoint {}, process {}{})", ids[i], task,
+                                    cpu >= 0 ? fmt::format(", CPU {}", cpu) : ""),
                         errno);
+                }
                 fds_.push_back(fd);
                 uint64_t sid = 0;
                 if (ioctl(fd, PERF_EVENT_IOC_ID, &sid) != 0)
@@ -93,7 +113,7 @@ TracepointSampler::TracepointSampler(pid_t pid, const std::vector<uint64_t>& ids
                     void* m = mmap(nullptr, (pages_ + 1) * page_, PROT_READ | PROT_WRITE,
                                    MAP_SHARED, fd, 0);
                     if (m == MAP_FAILED)
-                        throw errno_error(fmt::format("mmap of the perf ring of CPU {}", cpu),
+                        throw errno_error(fmt::format("mmap of a perf ring of process {}", task),
                                           errno);
                     ring.fd = fd;
                     ring.base = m;

@@ -30,9 +30,15 @@ bool parse_perf_sample(const uint8_t* p, size_t n, uint64_t& id, PerfSample& out
 
 class TracepointSampler {
 public:
-    // Opens tracepoints `ids` for `pid` (a child that has not exec'd yet:
-    // counting starts at its exec).  Throws Error with perf_event_open's reason.
-    TracepointSampler(pid_t pid, const std::vector<uint64_t>& ids, size_t pages = 256);
+    enum class Mode {
+        from_exec,  // a child that has not exec'd yet: per CPU, its threads to come, from its exec
+        now,        // the task and the threads it starts, per CPU, at once
+        threads,    // each thread a running process has now (not those it starts), at once
+    };
+    // Opens tracepoints `ids` for `pid`.  Throws Error with perf_event_open's
+    // reason.
+    TracepointSampler(pid_t pid, const std::vector<uint64_t>& ids, size_t pages = 256,
+                      Mode mode = Mode::from_exec);
     ~TracepointSampler();
     TracepointSampler(const TracepointSampler&) = delete;
     TracepointSampler& operator=(const TracepointSampler&) = delete;

@@ -1,6 +1,7 @@
 #include "spdk/rdma_host_commands.h"
 
 #include "analysis/sampling.h"
+#include "spdk/rdma_host_probes.h"
 
 #include <vector>
 
@@ -11,31 +12,19 @@ namespace {
 
 constexpr uint64_t kWrOffset = 24;  // SPDK v26.05: offsetof(struct spdk_nvme_rdma_req, send_wr)
 constexpr uint32_t kDev = 4095u << 20 | 77;
-constexpr uint64_t kAdminQp = 0x1000, kIoQp = 0x2000, kIoQp2 = 0x3000;
 
 struct Fixture {
     RdmaHostCommands hc;
     explicit Fixture(uint32_t sample = 1, uint64_t seed = 0) : hc(kWrOffset, sample, seed, kDev) {}
-    // a Fabrics Connect capsule naming `qid` on queue pair `qp`
-    void connect(uint64_t t, uint64_t qp, uint16_t qid) {
-        RdmaSubmit s;
-        s.ts = t;
-        s.qp = qp;
-        s.wr = 0x9000;
-        s.wr_opcode = 2;
-        s.opc = 0x7f;
-        s.nsid = 0x01;  // fctype Connect
-        s.cdw10 = uint64_t{qid} << 16;
-        hc.submit(s);
-    }
-    // a read or write whose request is at `req` (its work request at req + kWrOffset)
-    void submit(uint64_t t, uint64_t qp, uint64_t req, uint16_t cid, uint8_t opc, uint64_t lba,
+    // a command whose request is at `req` (its work request at req + kWrOffset) on queue `qid`
+    void submit(uint64_t t, uint16_t qid, uint64_t req, uint16_t cid, uint8_t opc, uint64_t lba,
                 uint32_t blocks) {
         RdmaSubmit s;
         s.ts = t;
-        s.qp = qp;
+        s.qp = 0x1000 + qid;
         s.wr = req + kWrOffset;
         s.wr_opcode = 2;
+        s.qid = qid;
         s.opc = opc;
         s.cid = cid;
         s.nsid = 1;
@@ -50,9 +39,7 @@ struct Fixture {
 
 TEST(SpdkRdmaHost, ACommandIsItsCapsuleAndItsCompletion) {
     Fixture f;
-    f.connect(10, kAdminQp, 0);
-    f.connect(20, kIoQp, 3);
-    f.submit(100, kIoQp, 0x50000, 0x11, 0x02, (uint64_t{1} << 32) + 64, 8);
+    f.submit(100, 3, 0x50000, 0x11, 0x02, (uint64_t{1} << 32) + 64, 8);
     f.complete(900, 0x50000, 0x11);
     const auto recs = f.hc.release_all();
     ASSERT_EQ(recs.size(), 2u);
@@ -63,7 +50,7 @@ TEST(SpdkRdmaHost, ACommandIsItsCapsuleAndItsCompletion) {
     EXPECT_EQ(recs[1].aux, 0u);  // success, whatever the phase tag
     for (const auto& r : recs) {
         EXPECT_EQ(r.dev, kDev);
-        EXPECT_EQ(r.qid, 3u);  // the queue pair's Connect
+        EXPECT_EQ(r.qid, 3u);
         EXPECT_EQ(r.cid, 0x11u);
         EXPECT_EQ(r.lba, (uint64_t{1} << 32) + 64);
         EXPECT_EQ(r.len, 8u);
@@ -74,16 +61,14 @@ TEST(SpdkRdmaHost, ACommandIsItsCapsuleAndItsCompletion) {
         EXPECT_NE(r.flags & NVMETRACE_REC_HAS_QID, 0u);
     }
     EXPECT_EQ(f.hc.counts().commands, 1u);
-    EXPECT_EQ(f.hc.counts().other, 2u);  // the two Connects
+    EXPECT_EQ(f.hc.counts().other, 0u);
 }
 
 TEST(SpdkRdmaHost, TheCompletionFindsItsRequestByAddressNotByCommandId) {
     // two queue pairs use command id 5 at once: each completion finds its own request
     Fixture f;
-    f.connect(1, kIoQp, 1);
-    f.connect(2, kIoQp2, 2);
-    f.submit(100, kIoQp, 0x10000, 5, 0x02, 800, 1);
-    f.submit(110, kIoQp2, 0x20000, 5, 0x01, 1600, 2);
+    f.submit(100, 1, 0x10000, 5, 0x02, 800, 1);
+    f.submit(110, 2, 0x20000, 5, 0x01, 1600, 2);
     f.complete(300, 0x20000, 5, 0x0003);  // the write first, with status 1
     f.complete(400, 0x10000, 5);
     const auto recs = f.hc.release_all();
@@ -100,32 +85,28 @@ TEST(SpdkRdmaHost, TheCompletionFindsItsRequestByAddressNotByCommandId) {
     EXPECT_EQ(recs[3].ts, 400u);
 }
 
-TEST(SpdkRdmaHost, AdminFabricsAndUnknownQueuesAreLeftOutAndCounted) {
+TEST(SpdkRdmaHost, AdminFabricsAndOtherCommandsAreLeftOutAndCounted) {
     Fixture f;
-    f.connect(1, kAdminQp, 0);
-    f.submit(10, kAdminQp, 0x10000, 1, 0x02, 0, 1);  // Get Log Page (opcode 2 on the admin queue)
+    f.submit(10, 0, 0x10000, 1, 0x02, 0, 1);  // Get Log Page (opcode 2 on the admin queue)
     f.complete(20, 0x10000, 1);
-    f.submit(30, kIoQp, 0x20000, 2, 0x02, 0, 1);  // its queue's Connect was not seen
+    f.submit(30, 1, 0x20000, 2, 0x7f, 0, 1);  // a Fabrics command on an I/O queue
     f.complete(40, 0x20000, 2);
-    f.connect(50, kIoQp2, 1);
-    f.submit(60, kIoQp2, 0x30000, 3, 0x00, 0, 1);  // flush
+    f.submit(60, 1, 0x30000, 3, 0x00, 0, 1);  // flush
     f.complete(70, 0x30000, 3);
-    RdmaSubmit rdma_write;  // not a capsule (a send with another work request opcode)
+    RdmaSubmit rdma_write;  // not a capsule (a work request with another opcode)
     rdma_write.wr_opcode = 0;
-    rdma_write.qp = kIoQp2;
+    rdma_write.qid = 1;
     rdma_write.opc = 0x02;
     f.hc.submit(rdma_write);
     EXPECT_TRUE(f.hc.release_all().empty());
     EXPECT_EQ(f.hc.counts().commands, 0u);
-    EXPECT_EQ(f.hc.counts().unknown_queue, 1u);
-    EXPECT_EQ(f.hc.counts().other, 4u);  // two Connects, Get Log Page, flush
+    EXPECT_EQ(f.hc.counts().other, 3u);  // Get Log Page, the Fabrics command, flush
 }
 
 TEST(SpdkRdmaHost, ACompletionWithAnotherCommandIdIsCountedNotJoined) {
     // a wrong offset of send_wr in the request would look like this: counted, no record
     Fixture f;
-    f.connect(1, kIoQp, 1);
-    f.submit(10, kIoQp, 0x10000, 7, 0x02, 0, 1);
+    f.submit(10, 1, 0x10000, 7, 0x02, 0, 1);
     f.complete(20, 0x10000, 8);
     EXPECT_TRUE(f.hc.release_all().empty());
     EXPECT_EQ(f.hc.counts().mismatched, 1u);
@@ -134,11 +115,10 @@ TEST(SpdkRdmaHost, ACompletionWithAnotherCommandIdIsCountedNotJoined) {
 
 TEST(SpdkRdmaHost, OneOfNByTheLbaPredicate) {
     Fixture f(4, 99);
-    f.connect(1, kIoQp, 1);
     uint64_t picked = 0;
     for (uint64_t lba = 0; lba < 400; lba++) {
         const uint64_t req = 0x100000 + lba * 256;
-        f.submit(10 + lba, kIoQp, req, static_cast<uint16_t>(lba), 0x02, lba, 1);
+        f.submit(10 + lba, 1, req, static_cast<uint16_t>(lba), 0x02, lba, 1);
         f.complete(20 + lba, req, static_cast<uint16_t>(lba));
         picked += sampled(lba, 99, 4) ? 1 : 0;
     }
@@ -151,12 +131,11 @@ TEST(SpdkRdmaHost, OneOfNByTheLbaPredicate) {
 
 TEST(SpdkRdmaHost, ARequestReusedBeforeItsCompletionAndTheEndAreCounted) {
     Fixture f;
-    f.connect(1, kIoQp, 1);
-    f.submit(10, kIoQp, 0x10000, 1, 0x02, 0, 1);
-    f.submit(20, kIoQp, 0x10000, 1, 0x02, 8, 1);  // its completion lost
+    f.submit(10, 1, 0x10000, 1, 0x02, 0, 1);
+    f.submit(20, 1, 0x10000, 1, 0x02, 8, 1);  // its completion lost
     f.complete(30, 0x10000, 1);
-    f.submit(40, kIoQp, 0x20000, 2, 0x02, 16, 1);  // in flight at the end
-    f.submit(50, kIoQp, 0x30000, 3, 0x02, 24, 1);
+    f.submit(40, 1, 0x20000, 2, 0x02, 16, 1);  // in flight at the end
+    f.submit(50, 1, 0x30000, 3, 0x02, 24, 1);
     f.hc.expire(40 + RdmaHostCommands::kAbandonNs);  // not yet
     EXPECT_EQ(f.hc.in_flight(), 2u);
     f.hc.expire(45 + RdmaHostCommands::kAbandonNs);  // the one at 40 is abandoned
@@ -170,17 +149,34 @@ TEST(SpdkRdmaHost, ARequestReusedBeforeItsCompletionAndTheEndAreCounted) {
 
 TEST(SpdkRdmaHost, ReleaseHoldsRecordsAnInFlightCommandCouldPrecede) {
     Fixture f;
-    f.connect(1, kIoQp, 1);
-    f.submit(1000, kIoQp, 0x10000, 1, 0x02, 0, 1);  // stays in flight
-    f.submit(2000, kIoQp, 0x20000, 2, 0x02, 8, 1);
+    f.submit(1000, 1, 0x10000, 1, 0x02, 0, 1);  // stays in flight
+    f.submit(2000, 1, 0x20000, 2, 0x02, 8, 1);
     f.complete(3000 + RdmaHostCommands::kSettleNs, 0x20000, 2);
     EXPECT_TRUE(f.hc.release().empty());  // the command at 1000 may finish yet
     f.complete(4000 + RdmaHostCommands::kSettleNs, 0x10000, 1);
-    f.submit(5000 + 2 * RdmaHostCommands::kSettleNs, kIoQp, 0x30000, 3, 0x02, 16, 1);
+    f.submit(5000 + 2 * RdmaHostCommands::kSettleNs, 1, 0x30000, 3, 0x02, 16, 1);
     const auto recs = f.hc.release();
     ASSERT_EQ(recs.size(), 4u);
     EXPECT_EQ(recs[0].ts, 1000u);
     EXPECT_EQ(recs[1].ts, 2000u);
+}
+
+TEST(SpdkRdmaHost, TheQueueIdIsReadThroughTheRequestThatHoldsTheWorkRequest) {
+    // SPDK v26.05's layout: send_wr at 24 and req at 152 of the RDMA request, qpair at 160 of
+    // nvme_request, id at 8 of the queue pair
+    RdmaHostSites v2605;
+    v2605.wr_offset = 24;
+    v2605.req_offset = 152;
+    v2605.qpair_offset = 160;
+    v2605.qid_offset = 8;
+    const std::string args = rdma_submit_args(v2605);
+    EXPECT_NE(args.find("qid=+8(+160(+128(%si))):u16"), std::string::npos) << args;
+    EXPECT_NE(args.find("cid=+2(+0(+16(%si))):u16"), std::string::npos) << args;
+    EXPECT_NE(args.find("cdw10=+40(+0(+16(%si))):u64"), std::string::npos) << args;
+    // a layout with the request's pointer before its work request
+    RdmaHostSites before = v2605;
+    before.req_offset = 8;
+    EXPECT_NE(rdma_submit_args(before).find("qid=+8(+160(-16(%si))):u16"), std::string::npos);
 }
 
 }  // namespace

@@ -1,6 +1,8 @@
 // Uprobe events through tracefs and their samples through perf, on a real
 // program (uprobe_target): what record --spdk-host -t rdma is made of.  Needs
 // root and a kernel with uprobe events; said and skipped without them.
+#include "spdk/rdma_host_probes.h"
+#include "tempdir.h"
 #include "util/child_process.h"
 #include "util/clock.h"
 #include "util/elf.h"
@@ -8,9 +10,13 @@
 #include "util/perf_samples.h"
 #include "util/uprobe_events.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <optional>
 #include <string>
@@ -82,6 +88,56 @@ TEST(UprobeSamples, EveryCallOfBothThreadsWithItsFieldsInTimeOrder) {
     EXPECT_EQ(next[0], kCalls);
     EXPECT_EQ(next[1], kCalls);
     EXPECT_NE(tid_of[0], tid_of[1]);
+}
+
+TEST(UprobeSamples, ARunningProcessFollowedThreadByThread) {
+    if (const auto why = why_not())
+        GTEST_SKIP() << *why;
+    const std::string prog = NVMETRACE_UPROBE_TARGET;
+    UprobeEvents events(fmt::format("nvmetrace_test_{}", getpid()));
+    const auto ev =
+        events.add("target", prog, *elf_function_offset(prog, "nvmetrace_uprobe_target"),
+                   "serial=+0(%di):u64 thread=+8(%di):u32");
+    test::TempDir dir;
+    const std::string fifo = dir / "go";
+    ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+    constexpr uint64_t kCalls = 300;
+    ChildProcess child = ChildProcess::start({prog, std::to_string(kCalls), fifo});
+    // both its threads are there (they wait on the FIFO) before the sampler attaches
+    const std::string tasks = fmt::format("/proc/{}/task", child.pid());
+    for (int i = 0; i < 60'000; i++) {
+        if (std::distance(std::filesystem::directory_iterator(tasks),
+                          std::filesystem::directory_iterator{}) == 2)
+            break;
+        usleep(1000);
+    }
+    ASSERT_EQ(std::distance(std::filesystem::directory_iterator(tasks),
+                            std::filesystem::directory_iterator{}),
+              2);
+    TracepointSampler sampler(child.pid(), {ev.id}, 64, TracepointSampler::Mode::threads);
+    std::ofstream(fifo) << "go\n";
+    EXPECT_EQ(child.wait(60'000), 0);
+    std::vector<PerfSample> samples;
+    sampler.read(samples);
+    EXPECT_EQ(samples.size(), 2 * kCalls);
+    std::map<uint64_t, uint64_t> per_thread;
+    for (const auto& s : samples)
+        per_thread[trace_field(s.raw, ev.fields.at("thread"))]++;
+    EXPECT_EQ(per_thread[0], kCalls);
+    EXPECT_EQ(per_thread[1], kCalls);
+}
+
+TEST(UprobeSamples, AHitsCostIsMeasuredOnTheProgramItself) {
+    if (const auto why = why_not())
+        GTEST_SKIP() << *why;
+    // every hit of the calibration probe counted (else it throws), and a trap costs time
+    const auto ns = spdk::measure_uprobe_hit_ns();
+    ASSERT_TRUE(ns.has_value());
+    EXPECT_GT(*ns, 0u);
+    // and its event is gone (its perf events closed first: an open one keeps it)
+    const std::string dir =
+        tracefs_dir() + fmt::format("/events/nvmetrace_{}/calibration", getpid());
+    EXPECT_NE(access(dir.c_str(), F_OK), 0);
 }
 
 TEST(UprobeSamples, TheEventsAreGoneWithTheirOwner) {
