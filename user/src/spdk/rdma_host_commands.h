@@ -30,7 +30,6 @@ namespace nvmetrace::spdk {
 // One hit of the submission probe (times CLOCK_MONOTONIC ns).
 struct RdmaSubmit {
     uint64_t ts = 0;
-    uint64_t qp = 0;         // struct spdk_rdma_provider_qp *
     uint64_t wr = 0;         // struct ibv_send_wr *
     uint32_t wr_opcode = 0;  // enum ibv_wr_opcode: IBV_WR_SEND (2) for a capsule
     uint16_t qid = 0;        // the queue pair's: 0 is the admin queue

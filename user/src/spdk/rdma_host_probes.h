@@ -35,11 +35,15 @@ RdmaHostSites find_rdma_host_sites(const std::string& app);
 std::string rdma_submit_args(const RdmaHostSites& sites);
 std::string rdma_complete_args();
 
-// What one hit of a uprobe like the completion's costs here, in ns: a
-// function of this program called with and without one (its samples
-// counted), the best of a few rounds each.  Nothing when this program's
-// symbols are stripped.  Throws Error when uprobes cannot be made.
-std::optional<uint64_t> measure_uprobe_hit_ns();
+// What one hit of each uprobe costs here, in ns: a function of this program
+// called with and without a uprobe fetching the same arguments from memory
+// laid out as SPDK's (`sites`' offsets), its samples counted, the best of a
+// few rounds each.  Nothing when this program's symbols are stripped.
+// Throws Error when uprobes cannot be made.
+struct UprobeCost {
+    uint64_t submit_ns = 0, complete_ns = 0;
+};
+std::optional<UprobeCost> measure_uprobe_cost(const RdmaHostSites& sites);
 
 // A sample of either event into the converter's terms.
 RdmaSubmit rdma_submit_of(const PerfSample& s, const UprobeEvents::Event& ev);

@@ -21,7 +21,6 @@ struct Fixture {
                 uint32_t blocks) {
         RdmaSubmit s;
         s.ts = t;
-        s.qp = 0x1000 + qid;
         s.wr = req + kWrOffset;
         s.wr_opcode = 2;
         s.qid = qid;
@@ -171,7 +170,7 @@ TEST(SpdkRdmaHost, TheQueueIdIsReadThroughTheRequestThatHoldsTheWorkRequest) {
     v2605.qid_offset = 8;
     const std::string args = rdma_submit_args(v2605);
     EXPECT_NE(args.find("qid=+8(+160(+128(%si))):u16"), std::string::npos) << args;
-    EXPECT_NE(args.find("cid=+2(+0(+16(%si))):u16"), std::string::npos) << args;
+    EXPECT_NE(args.find("head=+0(+0(+16(%si))):u64"), std::string::npos) << args;
     EXPECT_NE(args.find("cdw10=+40(+0(+16(%si))):u64"), std::string::npos) << args;
     // a layout with the request's pointer before its work request
     RdmaHostSites before = v2605;

@@ -130,10 +130,17 @@ TEST(UprobeSamples, ARunningProcessFollowedThreadByThread) {
 TEST(UprobeSamples, AHitsCostIsMeasuredOnTheProgramItself) {
     if (const auto why = why_not())
         GTEST_SKIP() << *why;
-    // every hit of the calibration probe counted (else it throws), and a trap costs time
-    const auto ns = spdk::measure_uprobe_hit_ns();
-    ASSERT_TRUE(ns.has_value());
-    EXPECT_GT(*ns, 0u);
+    // every hit of both calibration probes counted (else it throws), with their fetch
+    // arguments over memory laid out as SPDK v26.05's, and a trap costs time
+    spdk::RdmaHostSites v2605;
+    v2605.wr_offset = 24;
+    v2605.req_offset = 152;
+    v2605.qpair_offset = 160;
+    v2605.qid_offset = 8;
+    const auto c = spdk::measure_uprobe_cost(v2605);
+    ASSERT_TRUE(c.has_value());
+    EXPECT_GT(c->submit_ns, 0u);
+    EXPECT_GT(c->complete_ns, 0u);
     // and its event is gone (its perf events closed first: an open one keeps it)
     const std::string dir =
         tracefs_dir() + fmt::format("/events/nvmetrace_{}/calibration", getpid());
