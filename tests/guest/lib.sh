@@ -315,6 +315,22 @@ fio_stop() { # fio exits 1 after a signal even when all went well: only its JSON
 	wait "$FIO_PID" || true
 }
 
+# spdk_joined NAME: the joined report of /tmp/NAME-host.ntr and /tmp/NAME-target.ntr (copied to
+# the results): every host command matched, none with a negative computed network
+spdk_joined() {
+	local n=$1
+	cp "/tmp/$n-host.ntr" "/tmp/$n-target.ntr" "/tmp/$n-host.out" "/tmp/$n-target.out" "$RESULTS/" ||
+		fail "$n: cannot copy the recordings"
+	"$NVMETRACE_BIN" report --detail "/tmp/$n-host.ntr" "/tmp/$n-target.ntr" | tee "$RESULTS/$n-report.txt" ||
+		fail "$n: joined report failed"
+	"$NVMETRACE_BIN" report --json "/tmp/$n-host.ntr" "/tmp/$n-target.ntr" >"$RESULTS/$n-report.json" ||
+		fail "$n: joined report --json failed"
+	jq -e '.[0].join | .host > 0 and .matched == .host and .negative_network == 0' \
+		"$RESULTS/$n-report.json" >/dev/null ||
+		fail "$n: not every host command matched: $(jq -c '.[0].join' "$RESULTS/$n-report.json")"
+	log "$n: $(jq -r '.[0].join | "\(.matched) of \(.host) host commands matched"' "$RESULTS/$n-report.json")"
+}
+
 # spdk_target_start NQN [TRACE-GROUPS [TRANSPORT]]: SPDK's NVMe-oF target (nvmf_tgt, built into
 # the cache by tools/spdk) on CPU 0 without hugepages, a 64 MiB malloc bdev with 512-byte blocks
 # as NQN's namespace, listening on tcp $NVMET_ADDR:$NVMET_PORT, or with TRANSPORT rdma on

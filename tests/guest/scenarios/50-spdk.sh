@@ -108,21 +108,6 @@ perf_traced() {
 	"$NVMETRACE_BIN" probe -t tcp --spdk-host "$SPDK/bin/spdk_nvme_perf" >"$RESULTS/probe-host.txt" 2>&1 &&
 		grep -qE '^  ok +NVME_TCP_COMPLETE +nvme_tcp +.*, [1-9][0-9]* hits$' "$RESULTS/probe-host.txt"
 }
-# spdk_joined NAME: the joined report of /tmp/NAME-host.ntr and /tmp/NAME-target.ntr (copied to
-# the results): every host command matched, none with a negative computed network
-spdk_joined() {
-	local n=$1
-	cp "/tmp/$n-host.ntr" "/tmp/$n-target.ntr" "/tmp/$n-host.out" "/tmp/$n-target.out" "$RESULTS/" ||
-		fail "$n: cannot copy the recordings"
-	"$NVMETRACE_BIN" report --detail "/tmp/$n-host.ntr" "/tmp/$n-target.ntr" | tee "$RESULTS/$n-report.txt" ||
-		fail "$n: joined report failed"
-	"$NVMETRACE_BIN" report --json "/tmp/$n-host.ntr" "/tmp/$n-target.ntr" >"$RESULTS/$n-report.json" ||
-		fail "$n: joined report --json failed"
-	jq -e '.[0].join | .host > 0 and .matched == .host and .negative_network == 0' \
-		"$RESULTS/$n-report.json" >/dev/null ||
-		fail "$n: not every host command matched: $(jq -c '.[0].join' "$RESULTS/$n-report.json")"
-	log "$n: $(jq -r '.[0].join | "\(.matched) of \(.host) host commands matched"' "$RESULTS/$n-report.json")"
-}
 # spdk_host_recorded NAME PID: record spdk_nvme_perf PID (--spdk-host) for 3 s while the target's
 # recorder, started before, runs; then stop the target's (its pid: TREC)
 spdk_host_recorded() {

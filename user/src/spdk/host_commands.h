@@ -12,7 +12,7 @@
 // a kernel host's.  SPDK's entries name no namespace: the records have none.
 #pragma once
 
-#include "spdk/ordered_records.h"
+#include "spdk/host_in_flight.h"
 #include "spdk/trace_file.h"
 
 #include <linux/nvmetrace.h>
@@ -20,7 +20,6 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
-#include <unordered_map>
 #include <vector>
 
 namespace nvmetrace::spdk {
@@ -52,32 +51,22 @@ public:
                  std::function<uint64_t(uint64_t)> ns);
 
     void push(const TraceEntry& e);
-    static constexpr uint64_t kAbandonNs = 10'000'000'000ull;
+    static constexpr uint64_t kAbandonNs = HostInFlight::kAbandonNs;
     void expire(uint64_t now_ns);
     // As TargetCommands: records in time order, those nothing to come can precede.
-    static constexpr uint64_t kSettleNs = 100'000'000ull;
+    static constexpr uint64_t kSettleNs = HostInFlight::kSettleNs;
     std::vector<nvmetrace_rec> release();
     std::vector<nvmetrace_rec> release_all();
 
     const HostCounts& counts() const { return counts_; }
-    size_t in_flight() const { return cmds_.size(); }
+    size_t in_flight() const { return cmds_.in_flight(); }
 
 private:
-    struct Cmd {
-        uint64_t ts = 0, lba = 0;
-        uint32_t blocks = 0;
-        uint16_t cid = 0, qid = 0;
-        bool write = false;
-    };
-
     HostTpoints tp_;
     uint32_t sample_;
     uint64_t seed_;
-    uint32_t dev_;
     std::function<uint64_t(uint64_t)> ns_;
-    std::unordered_map<uint64_t, Cmd> cmds_;  // sampled reads and writes in flight, by PDU
-    OrderedRecords done_;                     // records of finished commands
-    uint64_t newest_ = 0;
+    HostInFlight cmds_;  // sampled reads and writes in flight, by PDU
     HostCounts counts_;
 };
 

@@ -2,8 +2,6 @@
 
 #include "analysis/sampling.h"
 
-#include <algorithm>
-
 namespace nvmetrace::spdk {
 
 namespace {
@@ -16,10 +14,10 @@ constexpr uint8_t kFabrics = 0x7f;
 }  // namespace
 
 RdmaHostCommands::RdmaHostCommands(uint64_t wr_offset, uint32_t sample, uint64_t seed, uint32_t dev)
-    : wr_offset_(wr_offset), sample_(sample), seed_(seed), dev_(dev) {}
+    : wr_offset_(wr_offset), sample_(sample), seed_(seed), cmds_(dev) {}
 
 void RdmaHostCommands::submit(const RdmaSubmit& s) {
-    newest_ = std::max(newest_, s.ts);
+    cmds_.saw(s.ts);
     if (s.wr_opcode != kIbvWrSend)
         return;
     // the admin queue's opcodes mean other things; Fabrics commands (Connect, ...) are not I/O
@@ -27,7 +25,7 @@ void RdmaHostCommands::submit(const RdmaSubmit& s) {
         counts_.other++;
         return;
     }
-    Cmd c;
+    HostCmd c;
     c.ts = s.ts;
     c.lba = s.cdw10;
     c.blocks = (s.cdw12 & 0xffffu) + 1;
@@ -38,68 +36,36 @@ void RdmaHostCommands::submit(const RdmaSubmit& s) {
         counts_.not_sampled++;
         return;
     }
-    auto [it, fresh] = cmds_.try_emplace(s.wr, c);
-    if (!fresh) {
+    if (!cmds_.submit(s.wr, c))
         counts_.unfinished++;  // its completion was not seen: the request is in use again
-        it->second = c;
-    }
 }
 
 void RdmaHostCommands::complete(const RdmaComplete& d) {
-    newest_ = std::max(newest_, d.ts);
-    const auto it = cmds_.find(d.rdma_req + wr_offset_);
-    if (it == cmds_.end())
+    cmds_.saw(d.ts);
+    const uint64_t key = d.rdma_req + wr_offset_;
+    const HostCmd* c = cmds_.find(key);
+    if (!c)
         return;  // not sampled, not a read or write, or submitted before the recording
-    const Cmd& c = it->second;
-    if (d.cid != c.cid) {
+    if (d.cid != c->cid) {
         counts_.mismatched++;
-        cmds_.erase(it);
+        cmds_.drop(key);
         return;
     }
     counts_.commands++;
-    nvmetrace_rec base{};
-    base.dev = dev_;
-    base.lba = c.lba;
-    base.len = c.blocks;
-    base.qid = c.qid;
-    base.cid = c.cid;
-    base.tag = c.cid;
-    base.opcode = c.write ? kNvmeWrite : kNvmeRead;
-    base.flags = NVMETRACE_REC_SPDK | NVMETRACE_REC_LEN_BLOCKS | NVMETRACE_REC_HAS_CID |
-                 NVMETRACE_REC_HAS_QID | (c.write ? NVMETRACE_REC_WRITE : 0);
-    nvmetrace_rec sub = base, done = base;
-    sub.event = NVMETRACE_EV_SPDK_SUBMIT;
-    sub.ts = c.ts;
-    done.event = NVMETRACE_EV_SPDK_COMPLETE;
-    done.ts = d.ts;
-    done.aux = (d.status >> 1) & 0x7fffu;
-    done_.add(sub);
-    done_.add(done);
-    cmds_.erase(it);
+    cmds_.complete(key, d.ts, d.status);
 }
 
 void RdmaHostCommands::expire(uint64_t now_ns) {
-    for (auto it = cmds_.begin(); it != cmds_.end();) {
-        if (now_ns > it->second.ts + kAbandonNs) {
-            counts_.abandoned++;
-            it = cmds_.erase(it);
-        } else {
-            ++it;
-        }
-    }
+    counts_.abandoned += cmds_.expire(now_ns);
 }
 
 std::vector<nvmetrace_rec> RdmaHostCommands::release() {
-    uint64_t before = newest_ > kSettleNs ? newest_ - kSettleNs : 0;
-    for (const auto& [wr, c] : cmds_)
-        before = std::min(before, c.ts);
-    return done_.take_before(before);
+    return cmds_.release();
 }
 
 std::vector<nvmetrace_rec> RdmaHostCommands::release_all() {
-    counts_.cut_end += cmds_.size();
-    cmds_.clear();
-    return done_.take_all();
+    counts_.cut_end += cmds_.in_flight();
+    return cmds_.release_all();
 }
 
 }  // namespace nvmetrace::spdk

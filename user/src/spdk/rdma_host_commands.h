@@ -17,12 +17,11 @@
 // rdma_req + wr_offset, exactly.
 #pragma once
 
-#include "spdk/ordered_records.h"
+#include "spdk/host_in_flight.h"
 
 #include <linux/nvmetrace.h>
 
 #include <cstdint>
-#include <unordered_map>
 #include <vector>
 
 namespace nvmetrace::spdk {
@@ -68,31 +67,21 @@ public:
     void submit(const RdmaSubmit& s);
     void complete(const RdmaComplete& c);
 
-    static constexpr uint64_t kAbandonNs = 10'000'000'000ull;
+    static constexpr uint64_t kAbandonNs = HostInFlight::kAbandonNs;
     void expire(uint64_t now_ns);
-    // As HostCommands: records in time order, those nothing to come can precede.
-    static constexpr uint64_t kSettleNs = 100'000'000ull;
+    // Records in time order, those nothing to come can precede.
+    static constexpr uint64_t kSettleNs = HostInFlight::kSettleNs;
     std::vector<nvmetrace_rec> release();
     std::vector<nvmetrace_rec> release_all();
 
     const RdmaHostCounts& counts() const { return counts_; }
-    size_t in_flight() const { return cmds_.size(); }
+    size_t in_flight() const { return cmds_.in_flight(); }
 
 private:
-    struct Cmd {
-        uint64_t ts = 0, lba = 0;
-        uint32_t blocks = 0;
-        uint16_t cid = 0, qid = 0;
-        bool write = false;
-    };
-
     uint64_t wr_offset_;
     uint32_t sample_;
     uint64_t seed_;
-    uint32_t dev_;
-    std::unordered_map<uint64_t, Cmd> cmds_;  // sampled reads and writes, by work request
-    OrderedRecords done_;
-    uint64_t newest_ = 0;
+    HostInFlight cmds_;  // sampled reads and writes, by work request
     RdmaHostCounts counts_;
 };
 

@@ -1,6 +1,7 @@
 #include "spdk/rpc.h"
 
 #include "util/error.h"
+#include "util/fd.h"
 
 #include <poll.h>
 #include <sys/socket.h>
@@ -14,32 +15,13 @@
 
 namespace nvmetrace::spdk {
 
-namespace {
-
-class Fd {
-public:
-    explicit Fd(int fd) : fd_(fd) {}
-    ~Fd() {
-        if (fd_ >= 0)
-            close(fd_);
-    }
-    Fd(const Fd&) = delete;
-    Fd& operator=(const Fd&) = delete;
-    int get() const { return fd_; }
-
-private:
-    int fd_;
-};
-
-}  // namespace
-
 nlohmann::json rpc_call(const std::string& socket_path, const std::string& method, int timeout_ms) {
     sockaddr_un addr{};
     addr.sun_family = AF_UNIX;
     if (socket_path.size() >= sizeof(addr.sun_path))
         throw Error(fmt::format("SPDK RPC socket {}: path too long", socket_path));
     std::memcpy(addr.sun_path, socket_path.c_str(), socket_path.size() + 1);
-    Fd fd(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    UniqueFd fd(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
     if (fd.get() < 0)
         throw errno_error("socket(AF_UNIX)", errno);
     if (connect(fd.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) < 0)

@@ -1,6 +1,7 @@
 #include "util/elf.h"
 
 #include "util/error.h"
+#include "util/fd.h"
 
 #include <dwarf.h>
 #include <fcntl.h>
@@ -25,24 +26,8 @@ namespace nvmetrace {
 
 namespace {
 
-class Fd {
-public:
-    explicit Fd(int fd) : fd_(fd) {}
-    ~Fd() {
-        if (fd_ >= 0)
-            close(fd_);
-    }
-    Fd(Fd&& o) noexcept : fd_(o.fd_) { o.fd_ = -1; }
-    Fd(const Fd&) = delete;
-    Fd& operator=(const Fd&) = delete;
-    int get() const { return fd_; }
-
-private:
-    int fd_;
-};
-
-Fd open_file(const std::string& path) {
-    Fd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC));
+UniqueFd open_file(const std::string& path) {
+    UniqueFd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC));
     if (fd.get() < 0)
         throw errno_error(fmt::format("cannot open {}", path), errno);
     return fd;
@@ -90,7 +75,7 @@ std::optional<uint64_t> find_in(Elf* elf, Elf_Scn* scn, const GElf_Shdr& sh,
 
 std::optional<uint64_t> elf_function_offset(const std::string& path, std::string_view name) {
     elf_version(EV_CURRENT);
-    Fd fd = open_file(path);
+    UniqueFd fd = open_file(path);
     std::unique_ptr<Elf, ElfCloser> elf(elf_begin(fd.get(), ELF_C_READ, nullptr));
     if (!elf || elf_kind(elf.get()) != ELF_K_ELF)
         throw Error(fmt::format("{}: not an ELF file", path));
@@ -110,7 +95,7 @@ std::optional<uint64_t> elf_function_offset(const std::string& path, std::string
 
 std::optional<uint64_t> dwarf_member_offset(const std::string& path, std::string_view type,
                                             std::string_view member) {
-    Fd fd = open_file(path);
+    UniqueFd fd = open_file(path);
     Dwarf* dw = dwarf_begin(fd.get(), DWARF_C_READ);
     if (!dw)
         throw Error(fmt::format("{}: no debug information ({})", path, dwarf_errmsg(-1)));
@@ -151,7 +136,7 @@ std::vector<std::string> loaded_objects(const std::string& program) {
     int p[2];
     if (pipe2(p, O_CLOEXEC) != 0)
         throw errno_error("pipe", errno);
-    Fd rd(p[0]);
+    UniqueFd rd(p[0]);
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_adddup2(&fa, p[1], STDOUT_FILENO);
