@@ -125,11 +125,27 @@ async function main() {
         .map((s) => s.parentElement.textContent.slice(0, -s.textContent.length).trim()));
       return t[0];
     };
+    // a key press re-renders asynchronously: wait for the sandwich list of
+    // a profile other than the one shown before (a loaded machine is slow)
+    const shown = (prev) => page.waitForFunction((p) => {
+      const label = [...document.querySelectorAll('span')]
+        .find((s) => /^\(\d+\/\d+\)$/.test(s.textContent));
+      if (!label) return false;
+      const name = label.parentElement.textContent.slice(0, -label.textContent.length).trim();
+      const rows = [...document.querySelectorAll('table tr')]
+        .filter((tr) => tr.querySelectorAll('td').length === 3 && !tr.hasAttribute('title'));
+      return name !== p && rows.length > 0;
+    }, prev, {timeout: 30000}).then(() => true, () => false);
     await page.keyboard.press('3');
-    let frames = 0;
+    let frames = 0, prev = null;
     for (let i = 0; i < profiles.length; i++) {
       if (i) await page.keyboard.press('n');
+      if (!(await shown(prev))) {
+        fail(`profile ${i + 1}: the sandwich list was not drawn in 30 s`);
+        break;
+      }
       const name = await current();
+      prev = name;
       const w = want.find((x) => x.name === name);
       if (!w) { fail(`profile ${i + 1} "${name}" is no track of the file`); continue; }
       const list = await page.$$eval('table tr', (trs) => trs
@@ -148,9 +164,9 @@ async function main() {
     for (let i = 1; i < profiles.length; i++) await page.keyboard.press('p');
     await page.keyboard.press('1');
     await page.setViewportSize({width: shotW, height: shotH});
-    await page.waitForTimeout(500);
-    const png = await page.screenshot({path: shot});
-    const coloured = await page.evaluate(async (b64) => {
+    // the flame chart is drawn on a canvas after the view changes: shoot
+    // until it holds colour, for up to 30 s
+    const colouredPixels = (png) => page.evaluate(async (b64) => {
       const img = new Image();
       img.src = 'data:image/png;base64,' + b64;
       await img.decode();
@@ -166,6 +182,9 @@ async function main() {
         if (Math.max(px[i], px[i + 1], px[i + 2]) - Math.min(px[i], px[i + 1], px[i + 2]) > 24) n++;
       return n;
     }, png.toString('base64'));
+    let coloured = 0;
+    for (const until = Date.now() + 30000; coloured < 1000 && Date.now() < until;)
+      coloured = await colouredPixels(await page.screenshot({path: shot}));
     if (coloured < 1000)
       fail(`the timeline is blank: ${coloured} coloured pixels`);
     console.log(`viewer: ${profiles.length} profiles, ${frames} frames, ` +
