@@ -22,6 +22,9 @@
  * between the SQE taken and the driver's setup, and between the setup and
  * the CQE: there the caller's word, published with the times, carries the
  * submitter's thread id or the command's device and op.
+ *
+ * nvmetrace_uring_cqe_waited() is the rule by which a call that waited for
+ * completions hands CQEs over at its return.
  */
 #ifndef NVMETRACE_URING_WQ_CORE_H
 #define NVMETRACE_URING_WQ_CORE_H
@@ -162,6 +165,20 @@ static inline bool nvmetrace_uring_wq_find(struct nvmetrace_uring_wq *set,
 	u64 word;
 
 	return nvmetrace_uring_wq_find_word(set, req, start, queued, &word);
+}
+
+/*
+ * Whether the CQE at the ring position "index" is one a call that waited for
+ * min_complete completions hands over at its return: the oldest
+ * min_complete CQEs of the ring from its head (user space's, which does not
+ * move while the task is in the call).  A caller may take more from the ring
+ * afterwards, one by one between its next calls (fio reaps one at a time at
+ * its default batch); those are seen by the head at a later entry.  Indices
+ * are free-running u32s: the comparison holds across their wrap.
+ */
+static inline bool nvmetrace_uring_cqe_waited(u32 index, u32 head, u32 min_complete)
+{
+	return (s32)(index - head) >= 0 && index - head < min_complete;
 }
 
 #endif /* NVMETRACE_URING_WQ_CORE_H */

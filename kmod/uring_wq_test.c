@@ -213,7 +213,24 @@ static void nvmetrace_uring_wq_taken_once(struct kunit *test)
 	KUNIT_EXPECT_NULL(test, w->req);
 }
 
+/* a waiting call hands over the oldest min_complete CQEs from the head, across the wrap */
+static void nvmetrace_uring_cqe_waited_oldest(struct kunit *test)
+{
+	KUNIT_EXPECT_TRUE(test, nvmetrace_uring_cqe_waited(10, 10, 1));
+	KUNIT_EXPECT_FALSE(test, nvmetrace_uring_cqe_waited(11, 10, 1));
+	KUNIT_EXPECT_TRUE(test, nvmetrace_uring_cqe_waited(13, 10, 4));
+	KUNIT_EXPECT_FALSE(test, nvmetrace_uring_cqe_waited(14, 10, 4));
+	/* taken already (behind the head), or a call that waits for none */
+	KUNIT_EXPECT_FALSE(test, nvmetrace_uring_cqe_waited(9, 10, 4));
+	KUNIT_EXPECT_FALSE(test, nvmetrace_uring_cqe_waited(10, 10, 0));
+	/* the free-running index wrapped past the head */
+	KUNIT_EXPECT_TRUE(test, nvmetrace_uring_cqe_waited(1, U32_MAX - 1, 4));
+	KUNIT_EXPECT_FALSE(test, nvmetrace_uring_cqe_waited(2, U32_MAX - 1, 4));
+	KUNIT_EXPECT_FALSE(test, nvmetrace_uring_cqe_waited(U32_MAX - 2, U32_MAX - 1, 4));
+}
+
 static struct kunit_case nvmetrace_uring_wq_cases[] = {
+	KUNIT_CASE(nvmetrace_uring_cqe_waited_oldest),
 	KUNIT_CASE(nvmetrace_uring_wq_set_holds_its_ways),
 	KUNIT_CASE(nvmetrace_uring_wq_punt_again_takes_its_own),
 	KUNIT_CASE(nvmetrace_uring_wq_found_twice),

@@ -13,8 +13,8 @@
  *  - kretprobe on io_uring_enter(): its entry time is kept for the task;
  *    its entry looks at the CQ head of the rings the task's pending CQEs
  *    were posted to (below); the return of a call that waited for
- *    completions gives URING_REAP for the task's sampled CQEs not yet
- *    handed over.
+ *    min_complete completions gives URING_REAP for the task's sampled CQEs
+ *    among the oldest min_complete of the ring (below).
  *  - io_uring_submit_req (io_uring_submit_sqe before 5.19, Debian's 6.1):
  *    the request the task takes now, and when: the io_uring_enter() entry
  *    if the task is in that call, else now (the SQPOLL thread).  No record.
@@ -71,10 +71,16 @@
  * window would then start too late (the threads share the ring's memory, not
  * our view of it).
  *
- * The return of a call that waited for completions hands over the task's
- * CQEs not taken yet: those posted while it waited are its reap; one posted
- * before the call began carries LATE (the entry found it still in the ring,
- * but it may belong to another ring than the one the call waited on).
+ * The return of a call that waited for min_complete completions hands over
+ * the oldest min_complete CQEs of the ring from its head (a CQE of the task
+ * pending in another ring is further from that ring's head or not): those
+ * posted while it waited are its reap; one posted before the call began
+ * carries LATE (the entry found it still in the ring, but it may belong to
+ * another ring than the one the call waited on).  The CQEs behind them are
+ * there for user space to take too, but a caller may take them one at a time
+ * between its next calls (fio, reaping one CQE per call at its default
+ * batch, and submitting in between): they stay pending and are seen taken by
+ * the head at a later entry, their window starting at this return.
  *
  * All state is O(1) tables written without locks; a collision or a race
  * loses a time or a record, never more.
@@ -520,8 +526,8 @@ static void uring_look(void)
 /* kretprobe at __x64_sys_io_uring_enter(const struct pt_regs *regs) */
 struct uring_enter {
 	u64 ts;
+	u32 min_complete;	/* with GETEVENTS: its return hands that many CQEs to a waiter */
 	bool getevents;
-	bool waits;	/* GETEVENTS, min_complete > 0: its return hands CQEs to a waiter */
 };
 
 static int krp_enter_entry(struct kretprobe_instance *ri, struct pt_regs *regs)
@@ -541,7 +547,7 @@ static int krp_enter_entry(struct kretprobe_instance *ri, struct pt_regs *regs)
 	 * address), the third is min_complete: a call for none only submits.
 	 */
 	e->getevents = uregs->r10 & IORING_ENTER_GETEVENTS;
-	e->waits = e->getevents && (u32)uregs->dx != 0;
+	e->min_complete = e->getevents ? (u32)uregs->dx : 0;
 	pending = atomic_read(&uring_pend_live.n) > 0;
 	if (pending)
 		uring_look();
@@ -562,15 +568,24 @@ static int krp_enter_return(struct kretprobe_instance *ri, struct pt_regs *regs)
 	if (atomic_read(&uring_pend_live.n) <= 0)
 		return 0;	/* no sampled CQE waits for its reap */
 	uring_set_return(b, ktime_get_ns());
-	if (!e->waits)
+	if (!e->min_complete)
 		return 0;	/* user space takes them from the ring: uring_look() */
 	for (i = 0; i < URING_PEND_SLOTS; i++) {
 		struct uring_pending tmp, *p = &b->slot[i];
+		u32 head;
 
 		/* task, then the fields its writer published with it */
 		if (smp_load_acquire(&p->task) != current)
 			continue;
 		tmp = *p;
+		/*
+		 * The oldest min_complete CQEs of its ring are what the caller
+		 * waited for; one behind them stays in the ring until the head
+		 * passes it (uring_look(), its window from this return).
+		 */
+		if (!uring_cq_head(tmp.ctx, &head) ||
+		    !nvmetrace_uring_cqe_waited(tmp.index, head, e->min_complete))
+			continue;
 		if (!uring_take(p))
 			continue;
 		uring_emit_reap(&tmp, 0, tmp.posted < e->ts ? NVMETRACE_URING_REAP_LATE : 0);
