@@ -586,18 +586,7 @@ void worker(const Device& dev, const RunSpec& spec, const Buffers& bufs, uint32_
             off_of[slot] = off;
             if (passthru) {
                 memset(sqe, 0, 2 * sizeof(*sqe));
-                sqe->opcode = IORING_OP_URING_CMD;
-                sqe->fd = fd;
-                sqe->cmd_op = NVME_URING_CMD_IO;
-                auto* cmd = reinterpret_cast<nvme_uring_cmd*>(sqe->cmd);
-                const uint64_t slba = off / dev.lba_size;
-                cmd->opcode = write ? kNvmeCmdWrite : kNvmeCmdRead;
-                cmd->nsid = dev.nsid;
-                cmd->addr = reinterpret_cast<uint64_t>(s.ptr);
-                cmd->data_len = static_cast<uint32_t>(spec.size);
-                cmd->cdw10 = static_cast<uint32_t>(slba);
-                cmd->cdw11 = static_cast<uint32_t>(slba >> 32);
-                cmd->cdw12 = static_cast<uint32_t>(spec.size / dev.lba_size - 1);
+                prep_passthru(sqe, fd, write, dev.nsid, dev.lba_size, s.ptr, spec.size, off);
                 if (fixed) {
                     sqe->uring_cmd_flags = IORING_URING_CMD_FIXED;
                     sqe->buf_index = buf_index[slot];
@@ -732,6 +721,22 @@ void check_alignment(const Device& dev, const RunSpec& spec) {
 }
 
 }  // namespace
+
+void prep_passthru(io_uring_sqe* sqe, int fd, bool write, uint32_t nsid, uint32_t lba_size,
+                   const void* buf, uint64_t size, uint64_t off) {
+    sqe->opcode = IORING_OP_URING_CMD;
+    sqe->fd = fd;
+    sqe->cmd_op = NVME_URING_CMD_IO;
+    auto* cmd = reinterpret_cast<nvme_uring_cmd*>(sqe->cmd);
+    const uint64_t slba = off / lba_size;
+    cmd->opcode = write ? kNvmeCmdWrite : kNvmeCmdRead;
+    cmd->nsid = nsid;
+    cmd->addr = reinterpret_cast<uint64_t>(buf);
+    cmd->data_len = static_cast<uint32_t>(size);
+    cmd->cdw10 = static_cast<uint32_t>(slba);
+    cmd->cdw11 = static_cast<uint32_t>(slba >> 32);
+    cmd->cdw12 = static_cast<uint32_t>(size / lba_size - 1);
+}
 
 RunResult run(const Device& dev, const RunSpec& spec, const std::string& pool_node) {
     check_alignment(dev, spec);

@@ -22,6 +22,8 @@
 #include <string>
 #include <vector>
 
+struct io_uring_sqe;
+
 namespace nvmetrace::bench {
 
 enum class Engine { block, passthru };
@@ -137,6 +139,13 @@ struct RunResult {
     double lat_mean_us = 0, lat_p50_us = 0, lat_p99_us = 0, lat_p999_us = 0;
     double busy_cores = 0;
 };
+
+// Fills a zeroed 128-byte SQE (a ring set up with SQE128) with an NVMe read or
+// write of size bytes at byte offset off of namespace nsid (lba_size bytes a
+// block) through the generic char device fd: IORING_OP_URING_CMD with
+// NVME_URING_CMD_IO.  buf must stay valid until the command completes.
+void prep_passthru(io_uring_sqe* sqe, int fd, bool write, uint32_t nsid, uint32_t lba_size,
+                   const void* buf, uint64_t size, uint64_t off);
 
 // Runs spec on dev; throws Error on setup failures (open, ring, buffers,
 // pinning).  I/O errors are counted in the result, not thrown.

@@ -4,6 +4,8 @@
 #include "bench/bench_io.h"
 #include "util/error.h"
 
+#include <liburing.h>
+#include <linux/nvme_ioctl.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -41,6 +43,32 @@ TEST(BenchParse, PatternAndBuf) {
     EXPECT_THROW(parse_pattern("randrw"), Error);
     EXPECT_EQ(parse_buf("pool"), BufKind::pool);
     EXPECT_THROW(parse_buf("heap"), Error);
+}
+
+// An NVMe read and write through the generic char device: the command's fields by the NVMe
+// specification (opcode, starting LBA in CDW10-11, 0's based block count in CDW12).
+TEST(BenchPassthru, CommandOfAnSqe128) {
+    io_uring_sqe sqe[2] = {};
+    char buf[8192] = {};
+    prep_passthru(sqe, 7, false, 3, 512, buf, 8192, (5ULL << 32) * 512 + 1024);
+    EXPECT_EQ(sqe[0].opcode, IORING_OP_URING_CMD);
+    EXPECT_EQ(sqe[0].fd, 7);
+    EXPECT_EQ(sqe[0].cmd_op, NVME_URING_CMD_IO);
+    const auto* cmd = reinterpret_cast<const nvme_uring_cmd*>(sqe[0].cmd);
+    EXPECT_EQ(cmd->opcode, 0x02);  // read
+    EXPECT_EQ(cmd->nsid, 3u);
+    EXPECT_EQ(cmd->addr, reinterpret_cast<uint64_t>(buf));
+    EXPECT_EQ(cmd->data_len, 8192u);
+    EXPECT_EQ(cmd->cdw10, 2u);  // LBA (5 << 32) + 2
+    EXPECT_EQ(cmd->cdw11, 5u);
+    EXPECT_EQ(cmd->cdw12, 15u);  // 16 blocks
+    io_uring_sqe w[2] = {};
+    prep_passthru(w, 7, true, 1, 4096, buf, 4096, 4096 * 9);
+    cmd = reinterpret_cast<const nvme_uring_cmd*>(w[0].cmd);
+    EXPECT_EQ(cmd->opcode, 0x01);  // write
+    EXPECT_EQ(cmd->cdw10, 9u);
+    EXPECT_EQ(cmd->cdw11, 0u);
+    EXPECT_EQ(cmd->cdw12, 0u);
 }
 
 TEST(BenchCpu, ProcStatBusyExcludesTargetAndIdle) {
