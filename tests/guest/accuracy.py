@@ -4,30 +4,38 @@
 usage: accuracy.py LABEL FIO_JSON REPORT_JSON COMMANDS_JSONL SAMPLE SEED LBS FIO_LAT_LOG
                    OWN_JSON EDGES_JSON
 
+fio's engine (its job options' ioengine: libaio, io_uring, io_uring_cmd, psync, pvsync2) sets
+the span: from the submitting system call's entry hook to the reaping call's return hook
+(edges.SPANS), and the host events each command must have in order (ENGINE_EVENTS).
+
 Asserts, and prints one line of figures:
   - sampling: the host commands are exactly the fio I/Os (from its latency log) whose LBA the predicate picks
     (mix64(lba ^ seed) <= 2^64-1 / N, the module's own function), none lost or incomplete;
   - the target recorded the same commands as the host (same op and LBA, same count);
   - every host command has all its events, in order, so no component is negative, and the
     stages of the report add up to its end-to-end mean;
-  - the end to end (io_submit() entry to io_getevents() return: the span user space sees)
+  - the end to end (e.g. io_submit() entry to io_getevents() return: the span user space sees)
     plus fio's own time plus the syscall edges is compared with fio's total latency
     (lat = slat + clat) over the same I/Os, and must agree within 2 %.  fio's per-I/O latency
     log (FIO_LAT_LOG, with offsets) gives the lat of each I/O nvmetrace sampled.  The two
     parts of lat that no kernel hook can see are measured apart and printed as figures of
     their own:
-      - fio's own time: fio's loop and its libaio engine in user space, before io_submit()
-        and after io_getevents() returns.  Measured in a recording of its own on the same
-        device, before the cells of the same op and size: fio at QD1 between two aio_edges
-        runs (a minimal aio client timed around its syscalls), on LBAs apart.  fio's time
-        outside the span per I/O, less aio_edges' syscall edges in the same recording
+      - fio's own time: fio's loop and its engine in user space, before the submitting
+        call and after the reaping call returns.  Measured in a recording of its own on the
+        same device, before the cells of the same engine, op and size: fio at QD1 between two
+        io_edges runs (a minimal client of the engine timed around its syscalls), on LBAs
+        apart.  fio's time outside the span per I/O, less io_edges' syscall edges in the same
+        recording
         (OWN_JSON, from tests/guest/edges.py --own; the QD1 figure serves the QD8 cells too:
         it is fio's work per I/O);
-      - the syscall edges: from user space to the io_submit() entry hook, and from the
-        io_getevents() return hook back to user space (the syscall entry and exit, and the
-        hooks' own work outside their timestamps), measured per command by aio_edges, which
-        times QD1 aio around its syscalls with the module's clock, in a recording of the
-        same op, size and sampling (EDGES_JSON, from tests/guest/edges.py).
+      - the syscall edges: from user space to the submitting call's entry hook, and from
+        the reaping call's return hook back to user space (the syscall entry and exit, and
+        the hooks' own work outside their timestamps), measured per command by io_edges,
+        which times QD1 I/O around its syscalls with the module's clock, in a recording of
+        the same engine, op, size and sampling (EDGES_JSON, from tests/guest/edges.py).
+    An io_uring command reaped from the mapped CQ ring (fio at QD16 takes most of them so)
+    is timed to the next io_uring_enter() entry, after fio's reap: its span holds fio's own
+    time, and nothing is added to it (the share of commands reaped at a return is printed).
     The two are measured before the cells, at the machine speed of then: a loaded host
     slows the emulated guest down (twofold within seconds, measured, even with no other lane
     beside), and the time outside the span is CPU work that slows with it.  At QD1, where
@@ -36,7 +44,7 @@ Asserts, and prints one line of figures:
     calibration's all were) over the QD1 recording's median.  A speed outside STEADY is too
     far off for that model: the cell exits with UNSTEADY (code 3), and 35-accuracy.sh measures
     both again and takes the cell again.  At QD8 the time outside the span is under 1 % of
-    lat; no speed change moves the ratio by 2 %, and nothing is scaled.
+    lat; no speed change moves the ratio by 2 %, and nothing is scaled (nor at QD16).
     Each sampled I/O is joined with its command (same op and LBA, in completion order), so
     the time outside the span is known per I/O.  An I/O whose time outside the span exceeds
     the median by more than 1 ms is a stall of the emulated CPU (the host descheduled it),
@@ -44,19 +52,30 @@ Asserts, and prints one line of figures:
     printed as its own figure, and they are left out of both means for the ratio.  fio's mean
     over all its I/Os is printed too (at 1 of 10 it differs by the sampling alone), and so is
     the ratio without the edges;
-  - the stages above the block layer are printed as figures of their own: syscall and file
-    submission (io_submit entry to block_bio_queue) and completion to user space
+  - for libaio, the stages above the block layer are printed as figures of their own: syscall
+    and file submission (io_submit entry to block_bio_queue) and completion to user space
     (block_rq_complete to io_getevents' return: aio completion, wake-up, reap).
 """
 import collections, json, os, statistics, sys
 
 # tests/guest/edges.py, beside this script
-from edges import STALL_NS, fio_job, fio_lat_log, host_spans, outside_span, split_stalled
+from edges import (STALL_NS, fio_engine, fio_job, fio_lat_log, host_spans, outside_span, span_of,
+                   split_stalled)
 
 M = (1 << 64) - 1
-HOST_EVENTS = ["io_submit (entry)", "blkdev_read_iter/blkdev_write_iter", "block_bio_queue",
-               "nvme_setup_cmd", "block_rq_issue", "nvme_complete_rq", "block_rq_complete",
-               "aio_complete_rw", "io_getevents (return)"]
+# the host events every command of fio's engine has, in the order they happen: its span's
+# first and last (edges.SPANS) around the block layer and the driver
+BLOCK = ["blkdev_read_iter/blkdev_write_iter", "block_bio_queue", "nvme_setup_cmd",
+         "block_rq_issue", "nvme_complete_rq", "block_rq_complete"]
+ENGINE_EVENTS = {
+    "libaio": BLOCK + ["aio_complete_rw"],
+    "io_uring": BLOCK + ["io_uring_complete (CQE posted)"],
+    # passthrough: no bio
+    "io_uring_cmd": ["nvme_setup_cmd", "block_rq_issue", "nvme_complete_rq", "block_rq_complete",
+                     "io_uring_complete (CQE posted)"],
+    "psync": BLOCK,
+    "pvsync2": BLOCK,
+}
 GOAL = 0.02             # (e2e + fio's own + edges) / lat within 1 +- GOAL
 # A QD1 cell's machine speed over the calibration's that scaling may bridge: NEAR before
 # the last try (a cell further off is taken again after measuring anew, so that a model
@@ -93,12 +112,18 @@ sample, seed, lbs = int(sample), int(seed), int(lbs)
 threshold = M if sample == 1 else M // sample
 
 job, side = fio_job(fio_json)
+engine = fio_engine(job)
+first, last = span_of(engine)
+HOST_EVENTS = [first] + ENGINE_EVENTS[engine] + [last]
 fio_ios = job[side]["total_ios"]
 fio_lat_us = job[side]["lat_ns"]["mean"] / 1000.0
 if job["error"] or fio_ios == 0:
     fail("fio: %d I/Os, error %d" % (fio_ios, job["error"]))
 own = json.load(open(own_json))
 fio_own_us = own["own_us"]
+for what, e in (("fio's own time", own), ("the edges", edges)):
+    if e.get("engine", "libaio") != engine:
+        fail("%s were measured with %s, fio ran %s" % (what, e.get("engine", "libaio"), engine))
 qd = int(job["job options"].get("iodepth", "1"))
 
 # fio's latency (lat) of each I/O, from its per-I/O log (one line per I/O: it is also the list
@@ -152,20 +177,28 @@ if target != host:
 
 rep = json.load(open(report_json))
 groups = [g for r in rep for g in r["groups"]]
-hg = [g for g in groups if g["op"] == side and g["device"].startswith("nvme")]
-if len(hg) != 1:
+# one host group, or for io_uring one per way a command was reaped (at an io_uring_enter()
+# return, or from the mapped CQ ring) and issued (inline, or again from io-wq after EAGAIN)
+hg = [g for g in groups if g["view"] != "target" and g["op"] == side
+      and g["device"].startswith("nvme")]
+if not hg or (not engine.startswith("io_uring") and len(hg) != 1):
     fail("expected one host group, report has: %s" % [g["label"] for g in groups])
-g = hg[0]
-e2e = g["latency_us"]["mean"]
-stage_sum = sum(s["mean_us"] for s in g["stages"])
-if abs(stage_sum - e2e) > 0.011 * max(1, len(g["stages"])):
-    fail("stages add up to %.3f us, end to end is %.3f us" % (stage_sum, e2e))
-if g["n"] != sum(host.values()):
-    fail("report counts %d commands, the command dump %d" % (g["n"], sum(host.values())))
-stage = {s["name"]: s["mean_us"] for s in g["stages"]}
+for g in hg:
+    e2e_g = g["latency_us"]["mean"]
+    stage_sum = sum(s["mean_us"] for s in g["stages"])
+    if abs(stage_sum - e2e_g) > 0.011 * max(1, len(g["stages"])):
+        fail("%s: stages add up to %.3f us, end to end is %.3f us" % (g["label"], stage_sum, e2e_g))
+    if not g["span"]["user_space"]:
+        fail("%s: its span does not reach user space (%s)" % (g["label"], g["span"]["note"]))
+n_rep = sum(g["n"] for g in hg)
+e2e = sum(g["latency_us"]["mean"] * g["n"] for g in hg) / n_rep
+if n_rep != sum(host.values()):
+    fail("report counts %d commands, the command dump %d" % (n_rep, sum(host.values())))
+big = max(hg, key=lambda g: g["n"])
+stage = {s["name"]: s["mean_us"] for s in big["stages"]}
 above = stage.get("syscall and file submission (before the block layer)")
 below = stage.get("completion to user space (wake-up, reap)")
-if above is None or below is None:
+if engine == "libaio" and (above is None or below is None):
     fail("no stages above the block layer in the report: %s" % list(stage))
 # Each sampled I/O against its command (edges.outside_span: same op and LBA, in completion
 # order; every LBA has as many commands as I/Os, checked above): lat - nvmetrace's end to
@@ -178,6 +211,19 @@ if len(outside) != len(sampled):
 # time more than STALL_NS over the median) are counted, shown as their own figure, and left
 # out of both means; a stall inside the span is in both and stays.
 kept, stalled, med = split_stalled(outside, key=lambda x: x[2])
+# A stall of the emulated CPU hits commands whatever their reap; commands reaped at a return
+# (x[3] false) that lie far outside their span far more often than those reaped from the ring
+# are not stalls: the span ends before user space took their CQE
+for ring in (False, True):
+    n_kind = sum(1 for x in outside if x[3] == ring)
+    n_st = sum(1 for x in stalled if x[3] == ring)
+    n_other, st_other = len(outside) - n_kind, len(stalled) - n_st
+    if n_kind >= 20 and n_st > max(5, 0.1 * n_kind) and \
+            (not n_other or st_other / n_other < 0.5 * n_st / n_kind):
+        fail("%d of the %d commands reaped %s lie more than %d us outside their span (%d of %d of"
+             " the others): not stalls of the CPU; their span ends before user space took them"
+             % (n_st, n_kind, "from the CQ ring" if ring else "at a system call's return",
+                STALL_NS // 1000, st_other, n_other))
 lat_k = sum(x[0] for x in kept) / len(kept) / 1000.0
 e2e_k = sum(x[1] for x in kept) / len(kept) / 1000.0
 stall_us = (sum(x[2] for x in stalled) / len(outside) / 1000.0) if stalled else 0.0
@@ -187,20 +233,27 @@ if abs(e2e_k * len(kept) + sum(x[1] for x in stalled) / 1000.0 - e2e * len(outsi
          % ((e2e_k * len(kept) + sum(x[1] for x in stalled) / 1000.0) / len(outside),
             len(outside), e2e))
 scale = speed if qd == 1 else 1.0
-ratio_noedges = (e2e_k + scale * fio_own_us) / lat_k
-ratio = (e2e_k + scale * (fio_own_us + edges["edges_us"])) / lat_k
-ratio_unscaled = (e2e_k + fio_own_us + edges["edges_us"]) / lat_k
-line = ("%-22s fio %6d I/Os lat %8.2f us (same I/Os: %6d, %8.2f us) | nvmetrace n %6d e2e %8.2f us"
+# fio's own time and the edges lie outside the span of a command reaped at a system call's
+# return; one io_uring reaped from its CQ ring is timed to the next io_uring_enter() entry,
+# after fio's reap: its span holds fio's own time already, and nothing is added to it
+back = sum(1 for x in kept if not x[3]) / len(kept)
+ratio_noedges = (e2e_k + back * scale * fio_own_us) / lat_k
+ratio = (e2e_k + back * scale * (fio_own_us + edges["edges_us"])) / lat_k
+ratio_unscaled = (e2e_k + back * (fio_own_us + edges["edges_us"])) / lat_k
+line = ("%-22s %s: fio %6d I/Os lat %8.2f us (same I/Os: %6d, %8.2f us) | nvmetrace n %6d e2e %8.2f us"
         " | without %d stalled I/Os: lat %8.2f us, e2e %8.2f us; (e2e + fio's own + edges) / lat"
         " %.3f (without the edges %.3f) | fio's own time (its QD1 run) %5.2f us, syscall"
-        " edges %5.2f us (entry %5.2f, exit %5.2f; aio_edges, %d commands), stalls outside the"
+        " edges %5.2f us (entry %5.2f, exit %5.2f; io_edges, %d commands)%s, stalls outside the"
         " span (> %d us over the median of %.2f us) %d I/Os adding %.2f us to lat's mean,"
-        " lat - e2e %7.2f us | syscall+file submission %7.2f us, completion to user space"
-        " %7.2f us%s"
-        % (label, fio_ios, fio_lat_us, len(sampled), fio_same_us, g["n"], e2e, len(stalled),
-           lat_k, e2e_k, ratio, ratio_noedges, fio_own_us, edges["edges_us"], edges["entry_us"],
-           edges["exit_us"], edges["n"], STALL_NS // 1000, med / 1000.0, len(stalled), stall_us,
-           fio_same_us - e2e, above, below,
+        " lat - e2e %7.2f us%s%s"
+        % (label, engine, fio_ios, fio_lat_us, len(sampled), fio_same_us, n_rep, e2e,
+           len(stalled), lat_k, e2e_k, ratio, ratio_noedges, fio_own_us, edges["edges_us"],
+           edges["entry_us"], edges["exit_us"], edges["n"],
+           "" if back == 1 else "; added to the %.1f %% of commands reaped at a return, not"
+           " to those reaped from the CQ ring" % (100 * back),
+           STALL_NS // 1000, med / 1000.0, len(stalled), stall_us, fio_same_us - e2e,
+           " | syscall+file submission %7.2f us, completion to user space %7.2f us"
+           % (above, below) if above is not None and below is not None else "",
            " | machine speed against the calibration's %.2f (fio's own time and the edges"
            " scaled by it; unscaled the ratio is %.3f)" % (speed, ratio_unscaled)
            if qd == 1 else ""))

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Known answers for tests/guest/edges.py, the arithmetic behind 35-accuracy's figures: the
-syscall edges of an aio_edges recording, and fio's own time from a recording of fio between
-aio_edges runs.  Synthetic inputs in the formats of aio_edges, `nvmetrace report --commands`
+syscall edges of an io_edges recording, and fio's own time from a recording of fio between
+io_edges runs.  Synthetic inputs in the formats of io_edges, `nvmetrace report --commands`
 and fio (JSON and per-I/O latency log); run by ctest (user/tests/CMakeLists.txt)."""
 import contextlib, io, json, os, sys, tempfile, unittest
 
@@ -12,9 +12,11 @@ LBS = 512
 US = 1000
 
 
-def command(op, lba, submit, reap, side="host"):
-    return {"side": side, "op": op, "lba": lba,
-            "events": {edges.SUBMIT: submit, edges.REAP: reap}}
+def command(op, lba, submit, reap, side="host", span=(edges.SUBMIT, edges.REAP), ring=None):
+    c = {"side": side, "op": op, "lba": lba, "events": {span[0]: submit, span[1]: reap}}
+    if ring is not None:  # reaped from io_uring's CQ ring: the reap is the next entry
+        c[edges.RING] = ring
+    return c
 
 
 class Files:
@@ -33,9 +35,11 @@ class Files:
         return self.write(name, "".join(json.dumps(c) + "\n" for c in cmds))
 
 
-def fio_json(side, ios, lat_mean_ns):
+def fio_json(side, ios, lat_mean_ns, engine=None):
     empty = {"total_ios": 0, "lat_ns": {"mean": 0.0}}
     job = {"error": 0, "read": dict(empty), "write": dict(empty)}
+    if engine:
+        job["job options"] = {"ioengine": engine}
     job[side] = {"total_ios": ios, "lat_ns": {"mean": lat_mean_ns}}
     # fio may print notes before its JSON
     return "fio: a note before the JSON\n" + json.dumps({"jobs": [job]})
@@ -98,10 +102,66 @@ class EdgesTest(unittest.TestCase):
             command("write", 16, 0, 10 * US),        # another op
         ]))
         self.assertEqual(sorted(edges.outside_span(fio_ios, spans)),
-                         [(100 * US, 95 * US, 5 * US), (200 * US, 190 * US, 10 * US)])
+                         [(100 * US, 95 * US, 5 * US, False), (200 * US, 190 * US, 10 * US, False)])
+
+    def test_engines_join_at_their_own_system_calls(self):
+        # io_uring: its span is io_uring_enter() to io_uring_enter(); a command reaped from the
+        # CQ ring (its span ends at the next entry) is not joined; an aio event is not io_uring's
+        ios = ["# engine io_uring",
+               "read 0 1000000 1010000 1100000",
+               "read %d 2000000 2010000 2100000" % (8 * LBS),
+               "read %d 3000000 3010000 3100000" % (16 * LBS)]
+        cmds = [command("read", 0, 1002000, 1099000, span=edges.URING),
+                command("read", 8, 2002000, 2150000, span=edges.URING, ring=40000),
+                command("read", 16, 3002000, 3099000)]
+        loaded = edges.load_ios(self.files.write("u.out", "\n".join(ios) + "\n"))
+        self.assertEqual(loaded[0], "io_uring")
+        rows = edges.join(loaded, self.files.commands("c.jsonl", cmds), LBS)
+        self.assertEqual(rows, [(2000, 1000, 97000, 100000)])
+        # psync: the system call's entry and return; t1 is t2
+        ios = ["# engine psync", "write 0 1000000 1100000 1100000"]
+        cmds = [command("write", 0, 1001500, 1098000, span=edges.SYNC)]
+        rows = edges.join(edges.load_ios(self.files.write("p.out", "\n".join(ios) + "\n")),
+                          self.files.commands("p.jsonl", cmds), LBS)
+        self.assertEqual(rows, [(1500, 2000, 96500, 100000)])
+        with self.assertRaises(SystemExit):
+            edges.span_of("sg")
+
+    def test_own_time_of_io_uring_leaves_ring_reaps_out(self):
+        # io_edges by io_uring: 2 I/Os with 2 us entry and 1 us exit edges
+        ios, cmds = ["# engine io_uring"], []
+        for i in range(2):
+            t0 = 10_000_000 * (i + 1)
+            ios.append("read %d %d %d %d" % (i * LBS, t0, t0 + 10 * US, t0 + 61 * US))
+            cmds.append(command("read", i, t0 + 2 * US, t0 + 60 * US, span=edges.URING))
+        # fio: 3 I/Os 9 us outside their spans; a fourth reaped from the ring, its span past
+        # fio's lat (ending at the next entry): left out
+        lat_log, span = [], 50 * US
+        for i in range(4):
+            lat_log.append("%d, %d, 0, 4096, %d" % (i, span + 9 * US, (1000 + i) * LBS))
+            t = 100_000_000 * (i + 1)
+            cmds.append(command("read", 1000 + i, t, t + (span if i < 3 else span + 20 * US),
+                                span=edges.URING, ring=None if i < 3 else 30 * US))
+        own = run_own(self.files.write("fio.json", fio_json("read", 4, span + 9 * US, "io_uring")),
+                      self.files.write("lat.log", "\n".join(lat_log) + "\n"),
+                      self.files.commands("c.jsonl", cmds), LBS,
+                      [self.files.write("u.out", "\n".join(ios) + "\n")])
+        self.assertAlmostEqual(own["fio_outside_us"], 9.0)
+        self.assertAlmostEqual(own["client_edges_us"], 3.0)
+        self.assertAlmostEqual(own["own_us"], 6.0)
+        self.assertEqual((own["engine"], own["fio_joined"], own["client_joined"]), ("io_uring", 3, 2))
+
+    def test_own_time_refuses_a_client_of_another_engine(self):
+        ios = ["# engine libaio", "read 0 1000 2000 90000"]
+        with self.assertRaises(SystemExit) as e:
+            run_own(self.files.write("fio.json", fio_json("read", 1, 60000, "psync")),
+                    self.files.write("lat.log", "0, 60000, 0, 4096, 0\n"),
+                    self.files.commands("c.jsonl", [command("read", 0, 1500, 80000)]), LBS,
+                    [self.files.write("a.out", "\n".join(ios) + "\n")])
+        self.assertEqual(e.exception.code, 1)
 
     def test_own_time(self):
-        # aio_edges: 4 I/Os with 2 us entry and 1 us exit edges (3 us together)
+        # io_edges (libaio, no engine line): 4 I/Os with 2 us entry and 1 us exit edges (3 us together)
         ios, cmds = [], []
         for i in range(4):
             t0 = 10_000_000 * (i + 1)

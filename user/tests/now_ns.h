@@ -1,5 +1,5 @@
 // CLOCK_MONOTONIC in ns, the clock of the module's timestamps, for the test
-// clients that time system calls in user space (aio_edges, hookloop).
+// clients that time system calls in user space (io_edges, hookloop).
 #pragma once
 
 #include <time.h>

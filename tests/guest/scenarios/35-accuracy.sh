@@ -1,20 +1,25 @@
 #!/bin/bash
 # 35-accuracy: nvmetrace against fio on nvme-tcp (loopback, null_blk target), one guest
-# holding both roles. For randread and randwrite, 4 KiB and 64 KiB, QD1 and QD8, recorded at
-# 1-of-1 and 1-of-10: the sampled commands are exactly fio's I/Os that the sampling
-# predicate picks (checked against fio's per-I/O latency log), host and target sampled the same
-# commands, every command has all its events in order (from io_submit() to io_getevents()),
-# the stages add up to end to end, and the end-to-end mean agrees with fio's total latency
-# (lat) within 2 % once the two parts of lat no kernel hook sees are added, each measured
-# apart and printed as a figure of its own: the syscall edges (user space to the io_submit()
-# hook and the io_getevents() hook back to user space: aio_edges, our QD1 aio client, timed
-# per command on the module's clock, tests/guest/edges.py) and fio's own time in user space
-# (in a QD1 recording of its own: fio's time outside the span per I/O, less aio_edges' edges
-# in the same recording). Both are CPU work measured at the machine speed of then: at QD1
-# they are scaled by the cell's speed against it (fio's median lat of hooked I/Os), and a cell
-# more than a third off (twofold on the last of 3 tries) has them measured again and is
-# taken again, up to 3 times; one that never comes within reach fails. See tests/guest/accuracy.py.
-# lane-timeout: 1500
+# holding both roles, for each of fio's engines: libaio (randread and randwrite, 4 KiB and 64
+# KiB, QD1 and QD8, recorded at 1-of-1 and 1-of-10); io_uring (QD1 and QD16, with and without
+# registered files and fixed buffers), psync, pvsync2 and NVMe passthrough (io_uring_cmd on
+# /dev/ngXnY) at 4 KiB, every command. The sampled commands are exactly fio's I/Os that the
+# sampling predicate picks (checked against fio's per-I/O latency log), host and target
+# sampled the same commands, every command has all its events in order (from the submitting
+# system call's entry to the reaping call's return), the stages add up to end to end, and the
+# end-to-end mean agrees with fio's total latency (lat) within 2 % once the two parts of lat
+# no kernel hook sees are added, each measured apart and printed as a figure of its own: the
+# syscall edges (user space to the submitting call's hook and the reaping call's hook back to
+# user space: io_edges, our QD1 client of the same engine, timed per command on the module's
+# clock, tests/guest/edges.py) and fio's own time in user space (in a QD1 recording of its
+# own: fio's time outside the span per I/O, less io_edges' edges in the same recording). An
+# io_uring command reaped from the mapped CQ ring is timed to the next io_uring_enter() entry,
+# after fio's reap: nothing is added to it. Both are CPU work measured at the machine speed of
+# then: at QD1 they are scaled by the cell's speed against it (fio's median lat of hooked
+# I/Os), and a cell more than a third off (twofold on the last of 3 tries) has them measured
+# again and is taken again, up to 3 times; one that never comes within reach fails. See
+# tests/guest/accuracy.py.
+# lane-timeout: 2400
 # lane-alone: it compares with figures measured seconds before; tests/run runs it with no lane beside
 . "$NVMETRACE_SRC/tests/guest/lib.sh"
 need_ko
@@ -31,8 +36,9 @@ log "namespace /dev/$dev (logical block $lbs); ${SECS}s per run"
 
 n=0
 bad=0
-edges=$(dirname "$NVMETRACE_BIN")/tests/aio_edges
+edges=$(dirname "$NVMETRACE_BIN")/tests/io_edges
 [ -x "$edges" ] || fail "no $edges (build the tool's tests)"
+ng=ng${dev#nvme}
 
 # rec_start DIR WHAT RECORD-ARGS...: `nvmetrace record` into DIR/rec.ntr (its output in
 # DIR/record.out), in the background (pid in rec); returns once every hook is attached
@@ -49,68 +55,87 @@ rec_stop() {
 	wait $rec || { cat "$1/record.out"; fail "$2: record failed"; }
 	"$NT" report --commands "$1/rec.ntr" >"$1/commands.jsonl" || fail "$2: report --commands failed"
 }
-# calibrate RW BS BYTES: fio's own time and the syscall edges for RW at BS, measured anew,
-# all at one machine speed (an earlier measurement's folders are kept as *.tryN, tries
-# counts them); sets own (its JSON)
+# engine_dev ENGINE: the device fio and io_edges use with ENGINE (passthrough: the char device)
+engine_dev() { if [ "$1" = io_uring_cmd ]; then echo "/dev/$ng"; else echo "/dev/$dev"; fi; }
+# fio_engine ENGINE: fio's options for ENGINE
+fio_engine() {
+	if [ "$1" = io_uring_cmd ]; then
+		echo "--ioengine=io_uring_cmd --cmd_type=nvme --direct=0"
+	else
+		echo "--ioengine=$1 --direct=1"
+	fi
+}
+# calibrate ENGINE RW BS BYTES SAMPLINGS: fio's own time and the syscall edges for ENGINE's
+# RW at BS, measured anew, all at one machine speed (an earlier measurement's folders are
+# kept as *.tryN, tries counts them), the edges at each of SAMPLINGS (1 of N); sets own (its
+# JSON) and tag (the folders' name: RW-BS, ENGINE-RW-BS for engines other than libaio)
 calibrate() {
-	local rw=$1 bs=$2 b=$3 d s
+	local engine=$1 rw=$2 bs=$3 b=$4 samplings=$5 d s k=5000 edev
+	edev=$(engine_dev "$engine")
+	tag=$rw-$bs
+	[ "$engine" = libaio ] || { tag=$engine-$tag; k=3000; }
 	tries=$((tries + 1))
-	for d in "$RESULTS/own-$rw-$bs" "$RESULTS/edges-$rw-$bs-1of1" "$RESULTS/edges-$rw-$bs-1of10"; do
+	for d in "$RESULTS/own-$tag" "$RESULTS/edges-$tag"-1of*; do
 		[ ! -d "$d" ] || mv "$d" "$d.try$tries"
 	done
-	# fio's own time per I/O: the part of its lat spent in fio's loop and its libaio
-	# engine in user space. One host recording (every command) of fio at QD1 (same op and
-	# size, LBAs from 1 GiB on) between two runs of our minimal aio client (aio_edges:
-	# timestamps around its syscalls only, LBAs below 256 MiB): fio's time outside the
-	# span per I/O, less aio_edges' syscall edges. Those edges are the 1-of-1 edges below.
-	d=$RESULTS/own-$rw-$bs
-	mkdir -p "$d" "$RESULTS/edges-$rw-$bs-1of1"
-	rec_start "$d" "fio's own time $rw $bs" -r host --dev "$dev" -s 1
-	"$edges" "/dev/$dev" "${rw#rand}" "$b" 5000 $((256 << 20)) 1 >"$d/aio_edges-1.out" ||
-		fail "aio_edges $rw $bs failed"
-	fio --name=own --filename="/dev/$dev" --ioengine=libaio --direct=1 --rw="$rw" --bs="$bs" \
+	# fio's own time per I/O: the part of its lat spent in fio's loop and its engine in user
+	# space. One host recording (every command) of fio at QD1 (same engine, op and size, LBAs
+	# from 1 GiB on) between two runs of our minimal client of the same engine (io_edges:
+	# timestamps around its system calls only, LBAs below 256 MiB): fio's time outside the
+	# span per I/O, less io_edges' syscall edges. Those edges are the 1-of-1 edges below.
+	d=$RESULTS/own-$tag
+	mkdir -p "$d" "$RESULTS/edges-$tag-1of1"
+	rec_start "$d" "fio's own time $tag" -r host --dev "$dev" -s 1
+	"$edges" "$engine" "$edev" "${rw#rand}" "$b" "$k" $((256 << 20)) 1 >"$d/io_edges-1.out" ||
+		fail "io_edges $tag failed"
+	# shellcheck disable=SC2046 # fio_engine's words are options
+	fio --name=own --filename="$edev" $(fio_engine "$engine") --rw="$rw" --bs="$bs" \
 		--iodepth=1 --offset=1g --size=256m --time_based --runtime="$SECS" \
 		--write_lat_log="$d/fio" --log_offset=1 --output-format=json \
-		--output="$d/fio.json" >"$d/fio.log" 2>&1 || fail "fio's own time $rw $bs: fio failed"
-	"$edges" "/dev/$dev" "${rw#rand}" "$b" 5000 $((256 << 20)) 2 >"$d/aio_edges-2.out" ||
-		fail "aio_edges $rw $bs failed"
-	rec_stop "$d" "fio's own time $rw $bs"
-	cat "$d/aio_edges-1.out" "$d/aio_edges-2.out" >"$d/aio_edges.out"
+		--output="$d/fio.json" >"$d/fio.log" 2>&1 || fail "fio's own time $tag: fio failed"
+	"$edges" "$engine" "$edev" "${rw#rand}" "$b" "$k" $((256 << 20)) 2 >"$d/io_edges-2.out" ||
+		fail "io_edges $tag failed"
+	rec_stop "$d" "fio's own time $tag"
+	cat "$d/io_edges-1.out" "$d/io_edges-2.out" >"$d/io_edges.out"
 	own=$d/own.json
 	python3 "$NVMETRACE_SRC/tests/guest/edges.py" --own "$d/fio.json" "$d/fio_lat.1.log" \
-		"$d/commands.jsonl" "$lbs" "$d/aio_edges.out" >"$own" || fail "fio's own time: $(cat "$own")"
-	log "fio's own time $rw $bs: $(cat "$own")"
-	# the syscall edges: what an application timing around its syscalls sees beyond the
-	# first and last host hook (user space to the io_submit() entry, the io_getevents()
-	# return back to user space), per command, with our QD1 aio client and the same
-	# clock. Every command: the recording above; 1 of 10: one of its own.
-	for s in 1 10; do
-		d=$RESULTS/edges-$rw-$bs-1of$s
+		"$d/commands.jsonl" "$lbs" "$d/io_edges-1.out" "$d/io_edges-2.out" >"$own" ||
+		fail "fio's own time $tag: $(cat "$own")"
+	log "fio's own time $tag: $(cat "$own")"
+	# the syscall edges: what an application timing around its system calls sees beyond
+	# the first and last host hook (user space to the submitting call's entry, the reaping
+	# call's return back to user space), per command, with our QD1 client and the same
+	# clock. Every command: the recording above; 1 of N: one of its own.
+	for s in $samplings; do
+		d=$RESULTS/edges-$tag-1of$s
 		mkdir -p "$d"
 		if [ "$s" = 1 ]; then
-			ln -sf "../own-$rw-$bs/aio_edges.out" "$d/aio_edges.out"
-			ln -sf "../own-$rw-$bs/commands.jsonl" "$d/commands.jsonl"
+			ln -sf "../own-$tag/io_edges.out" "$d/io_edges.out"
+			ln -sf "../own-$tag/commands.jsonl" "$d/commands.jsonl"
 		else
-			rec_start "$d" "edges $rw $bs 1-of-$s" -r host -s "$s"
-			"$edges" "/dev/$dev" "${rw#rand}" "$b" $((500 * s)) $((256 << 20)) "$s" \
-				>"$d/aio_edges.out" || fail "aio_edges $rw $bs failed"
-			rec_stop "$d" "edges $rw $bs 1-of-$s"
+			rec_start "$d" "edges $tag 1-of-$s" -r host -s "$s"
+			"$edges" "$engine" "$edev" "${rw#rand}" "$b" $((500 * s)) $((256 << 20)) "$s" \
+				>"$d/io_edges.out" || fail "io_edges $tag failed"
+			rec_stop "$d" "edges $tag 1-of-$s"
 		fi
-		python3 "$NVMETRACE_SRC/tests/guest/edges.py" "$d/aio_edges.out" "$d/commands.jsonl" \
+		python3 "$NVMETRACE_SRC/tests/guest/edges.py" "$d/io_edges.out" "$d/commands.jsonl" \
 			"$lbs" --json-out="$d/edges.json" >"$d/edges.txt" ||
-			{ cat "$d/edges.txt"; fail "edges $rw $bs: no join"; }
-		log "edges $rw $bs 1-of-$s: $(cat "$d/edges.txt")"
+			{ cat "$d/edges.txt"; fail "edges $tag: no join"; }
+		log "edges $tag 1-of-$s: $(cat "$d/edges.txt")"
 	done
 }
 
-# cell RW BS QD S LABEL: one recording of fio (both roles, 1 of S) checked by accuracy.py;
-# returns its exit code (3: UNSTEADY, the machine's speed is not the calibration's)
+# cell ENGINE RW BS QD S LABEL [FIO-ARGS...]: one recording of fio (both roles, 1 of S) checked
+# by accuracy.py; returns its exit code (3: UNSTEADY, the machine's speed is not the
+# calibration's)
 cell() {
-	local rw=$1 bs=$2 qd=$3 s=$4 label=$5 d=$RESULTS/$5 rc
+	local engine=$1 rw=$2 bs=$3 qd=$4 s=$5 label=$6 d=$RESULTS/$6 rc
+	shift 6
 	[ ! -d "$d" ] || mv "$d" "$d.try$tries"
 	mkdir -p "$d"
 	rec_start "$d" "$label" -r host -r target -s "$s"
-	fio --name="$label" --filename="/dev/$dev" --ioengine=libaio --direct=1 \
+	# shellcheck disable=SC2046 # fio_engine's words are options
+	fio --name="$label" --filename="$(engine_dev "$engine")" $(fio_engine "$engine") "$@" \
 		--rw="$rw" --bs="$bs" --iodepth="$qd" --size=256m --time_based \
 		--runtime="$SECS" --write_lat_log="$d/fio" --log_offset=1 --output-format=json \
 		--output="$d/fio.json" >"$d/fio.log" 2>&1 || fail "$label: fio failed"
@@ -121,47 +146,70 @@ cell() {
 	# the last try may bridge a larger change of the machine's speed (accuracy.py: STEADY)
 	ACCURACY_LAST_TRY=$((try >= TRIES)) python3 "$NVMETRACE_SRC/tests/guest/accuracy.py" \
 		"$label" "$d/fio.json" "$d/report.json" "$d/commands.jsonl" "$s" "$SEED" "$lbs" \
-		"$d/fio_lat.1.log" "$own" "$RESULTS/edges-$rw-$bs-1of$s/edges.json" >"$d/accuracy.out"
+		"$d/fio_lat.1.log" "$own" "$RESULTS/edges-$tag-1of$s/edges.json" >"$d/accuracy.out"
 	rc=$?
 	cat "$d/accuracy.out"
 	return $rc
 }
 
-TRIES=3		# a cell is taken at most this often, each time after measuring them anew
-retaken=0
+# The cells, "ENGINE RW BS QD S [FIO-ARGS...]"; those of one engine, op and size follow each
+# other (one calibration serves them). Each engine of fio's but libaio at 4 KiB, every command:
+# io_uring at QD1 and QD16, with and without registered files and fixed buffers; the
+# synchronous engines; NVMe passthrough. libaio at 4 and 64 KiB, QD1 and QD8, every command and
+# 1 of 10.
+CELLS=("io_uring randread 4k 1 1" "io_uring randread 4k 1 1 --fixedbufs=1 --registerfiles=1"
+	"io_uring randread 4k 16 1" "io_uring randread 4k 16 1 --fixedbufs=1 --registerfiles=1"
+	"io_uring randwrite 4k 1 1" "io_uring randwrite 4k 16 1"
+	"psync randread 4k 1 1" "psync randwrite 4k 1 1" "pvsync2 randread 4k 1 1"
+	"io_uring_cmd randread 4k 1 1" "io_uring_cmd randwrite 4k 16 1")
 for rw in randread randwrite; do
 	for bs in 4k 64k; do
-		b=$(numfmt --from=iec "${bs^^}")
-		tries=0
-		calibrate "$rw" "$bs" "$b"
 		for qd in 1 8; do
-			for s in 1 10; do
-				label="$rw-$bs-qd$qd-1of$s"
-				try=1
-				while :; do
-					rc=0
-					cell "$rw" "$bs" "$qd" "$s" "$label" || rc=$?
-					if [ "$rc" != 3 ] || [ "$try" -ge "$TRIES" ]; then
-						break
-					fi
-					# the machine's speed changed since the calibration: measure anew
-					try=$((try + 1))
-					retaken=$((retaken + 1))
-					log "$label: the machine's speed changed since fio's own time and the" \
-						"edges were measured: measuring them again (try $try of $TRIES)"
-					calibrate "$rw" "$bs" "$b"
-				done
-				cat "$RESULTS/$label/accuracy.out" >>"$RESULTS/accuracy.txt"
-				if [ "$rc" = 3 ]; then
-					echo "FAIL: $label: the machine's speed kept changing: $TRIES measurements" \
-						"of fio's own time and the edges, none at this cell's speed" |
-						tee -a "$RESULTS/accuracy.txt"
-				fi
-				[ "$rc" = 0 ] || bad=$((bad + 1))
-				n=$((n + 1))
-			done
+			CELLS+=("libaio $rw $bs $qd 1" "libaio $rw $bs $qd 10")
 		done
 	done
+done
+
+TRIES=3		# a cell is taken at most this often, each time after measuring them anew
+retaken=0
+calibrated=
+for c in "${CELLS[@]}"; do
+	read -r engine rw bs qd s extra <<<"$c"
+	b=$(numfmt --from=iec "${bs^^}")
+	samplings=1
+	[ "$engine" != libaio ] || samplings="1 10"
+	if [ "$calibrated" != "$engine $rw $bs" ]; then
+		tries=0
+		calibrate "$engine" "$rw" "$bs" "$b" "$samplings"
+		calibrated="$engine $rw $bs"
+	fi
+	label="$rw-$bs-qd$qd"
+	[ "$engine" = libaio ] || label=$engine-$label
+	[ -z "$extra" ] || label=$label-fixed
+	label=$label-1of$s
+	try=1
+	while :; do
+		rc=0
+		# shellcheck disable=SC2086 # extra: fio's options, word by word
+		cell "$engine" "$rw" "$bs" "$qd" "$s" "$label" $extra || rc=$?
+		if [ "$rc" != 3 ] || [ "$try" -ge "$TRIES" ]; then
+			break
+		fi
+		# the machine's speed changed since the calibration: measure anew
+		try=$((try + 1))
+		retaken=$((retaken + 1))
+		log "$label: the machine's speed changed since fio's own time and the" \
+			"edges were measured: measuring them again (try $try of $TRIES)"
+		calibrate "$engine" "$rw" "$bs" "$b" "$samplings"
+	done
+	cat "$RESULTS/$label/accuracy.out" >>"$RESULTS/accuracy.txt"
+	if [ "$rc" = 3 ]; then
+		echo "FAIL: $label: the machine's speed kept changing: $TRIES measurements" \
+			"of fio's own time and the edges, none at this cell's speed" |
+			tee -a "$RESULTS/accuracy.txt"
+	fi
+	[ "$rc" = 0 ] || bad=$((bad + 1))
+	n=$((n + 1))
 done
 rmmod nvmetrace || fail "rmmod failed"
 nvme_disconnect_all
