@@ -68,6 +68,14 @@ static inline void nvmetrace_pool_drop_vm_file(struct vm_area_struct *vma)
 }
 
 /*
+ * NVMETRACE_HAVE_IOMAP_DIO_READ_SIMPLE: iomap's fast path of a small
+ * O_DIRECT read, __iomap_dio_read_simple() (declared in <linux/iomap.h> of
+ * Debian's 7.3, not of 7.2), whose bio is a member of a struct
+ * iomap_dio_simple beside its kiocb, not an iomap_dio's.  Hooked where the
+ * header declares it (probes/aio.c); the struct's offsets come from BTF.
+ */
+
+/*
  * Opening a block device by dev_t for a moment (DMA_COST, POOL_GET), read
  * only, not exclusively.  Upstream commit "block: replace fmode_t with
  * a block-specific type for block open flags" (v6.5) and the holder ops of

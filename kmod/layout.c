@@ -8,6 +8,7 @@
  * members inside their struct), never guessed.  Process context.
  */
 #include <linux/aio_abi.h>
+#include <linux/blk_types.h>
 #include <linux/errno.h>
 #include <linux/fs.h>
 #include <linux/nvme-tcp.h>
@@ -127,6 +128,23 @@ static int check_vmlinux_layout(const struct nvmetrace_layout *l)
 	return 0;
 }
 
+/*
+ * The iomap_dio_simple group: the kiocb pointer and the bio (whose size is
+ * this build's), 8-aligned, apart from each other.
+ */
+static int check_dio_simple_layout(const struct nvmetrace_layout *l)
+{
+	const u32 iocb = NVMETRACE_DIO_SIMPLE_OFF(l, IOCB);
+	const u32 bio = NVMETRACE_DIO_SIMPLE_OFF(l, BIO);
+
+	if (!l->dio_simple.valid)
+		return 0;
+	if (iocb % 8 || bio % 8 ||
+	    (iocb < bio + sizeof(struct bio) && bio < iocb + sizeof(void *)))
+		return -EINVAL;
+	return 0;
+}
+
 /* Every group l carries: 0 if each is plausible, else an error (extack). */
 int nvmetrace_layout_check_groups(const struct nvmetrace_layout *l,
 				  struct netlink_ext_ack *extack)
@@ -146,6 +164,10 @@ int nvmetrace_layout_check_groups(const struct nvmetrace_layout *l,
 	}
 	if (check_vmlinux_layout(l)) {
 		NL_SET_ERR_MSG(extack, "implausible aio layout (NVMETRACE_L_AIO_*)");
+		return -EINVAL;
+	}
+	if (check_dio_simple_layout(l)) {
+		NL_SET_ERR_MSG(extack, "implausible iomap layout (NVMETRACE_L_DIO_SIMPLE_*)");
 		return -EINVAL;
 	}
 	return 0;

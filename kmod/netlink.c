@@ -57,6 +57,8 @@ static const struct nla_policy nvmetrace_genl_layout_policy[NVMETRACE_L_MAX + 1]
 	[NVMETRACE_L_BTF_BASE ... NVMETRACE_L_BTF_LAST] = { .type = NLA_U32 },
 	[NVMETRACE_L_VMLINUX_BASE ... NVMETRACE_L_VMLINUX_LAST] =
 		NLA_POLICY_MAX(NLA_U32, 4095),
+	[NVMETRACE_L_DIO_SIMPLE_BASE ... NVMETRACE_L_DIO_SIMPLE_LAST] =
+		NLA_POLICY_MAX(NLA_U32, 4095),
 };
 
 /* Request attributes; all others (reply-only ones included) are rejected. */
@@ -309,6 +311,13 @@ static int nvmetrace_genl_parse_layout(struct genl_info *info,
 	if (err < 0)
 		return err;
 	l->vmlinux.valid = err;
+	err = nvmetrace_genl_layout_group(info, nest, tb,
+					  NVMETRACE_L_DIO_SIMPLE_BASE,
+					  NVMETRACE_L_DIO_SIMPLE_LAST,
+					  l->dio_simple.off);
+	if (err < 0)
+		return err;
+	l->dio_simple.valid = err;
 	return nvmetrace_genl_parse_layout_ids(info, tb, l);
 }
 

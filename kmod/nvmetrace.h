@@ -110,6 +110,19 @@ struct nvmetrace_vmlinux_layout {
 };
 
 /*
+ * iomap's struct iomap_dio_simple (NVMETRACE_L_DIO_SIMPLE_* order): the
+ * kiocb of a small O_DIRECT read's bio (probes/aio.c); valid only when START
+ * carried the group (kernels that have the struct).
+ */
+#define NVMETRACE_DIO_SIMPLE_OFF(l, name) \
+	((l)->dio_simple.off[NVMETRACE_L_DIO_SIMPLE_##name - NVMETRACE_L_DIO_SIMPLE_BASE])
+
+struct nvmetrace_dio_simple_layout {
+	bool valid;
+	u32 off[NVMETRACE_L_DIO_SIMPLE_LAST - NVMETRACE_L_DIO_SIMPLE_BASE + 1];
+};
+
+/*
  * The modules a layout group comes from, in NVMETRACE_L_BTF_* order: id[]
  * of struct nvmetrace_layout is indexed by these.
  */
@@ -139,6 +152,7 @@ struct nvmetrace_layout {
 	struct nvmetrace_rdmat_layout rdmat;	/* nvmet-rdma target */
 	struct nvmetrace_tcpt_layout tcpt;	/* nvmet-tcp target */
 	struct nvmetrace_vmlinux_layout vmlinux;	/* the kernel's (no identity) */
+	struct nvmetrace_dio_simple_layout dio_simple;	/* the kernel's (no identity) */
 	struct nvmetrace_layout_id id[NVMETRACE_LMOD_NR];
 };
 

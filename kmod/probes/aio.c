@@ -55,6 +55,32 @@
  *    iocb says which reap took which command.  While no sampled command is
  *    in the table the return is not probed at all.
  *
+ * A file on a file system (ext4, XFS: their own read_iter/write_iter, which
+ * map the file through iomap) has its disk LBA only at its bio:
+ *
+ *  - ftrace hooks at __iomap_dio_rw and __iomap_dio_read_simple (the
+ *    direct I/O of every iomap file system, and its fast path for a small
+ *    read, 7.3 on; in the task that submits it: the system call, or an io-wq
+ *    worker): for a regular file on a traced disk, its kiocb and when the
+ *    file system handed it over are kept for the task (fs_task).
+ *  - block_bio_queue of a sampled bio (probes/blk.c, nvmetrace_fs_bio()):
+ *    the bio's bi_private is the struct iomap_dio, whose first member is
+ *    its kiocb (6.1 to 7.3), or the bio is a member of a struct
+ *    iomap_dio_simple beside its kiocb (the fast path, at the offsets START
+ *    carried from the kernel's BTF); one of the task's kept kiocb is the first
+ *    sampled bio of that direct I/O: FILE_SUBMIT, flagged NVMETRACE_REC_FS,
+ *    stamped here with len the time since the file system took it, its aux
+ *    as above.  An aio kiocb's iocb joins the table; an io_uring request is
+ *    kept for its CQE (nvmetrace_uring_fs_keep()); a synchronous call's
+ *    command is kept for its return.  Only the first sampled bio: the next
+ *    ones of a large I/O are commands from their bio on.
+ *  - the synchronous calls' entry probes the return of an O_DIRECT call on
+ *    a regular file of a traced disk, sampled or not (the LBA is not known
+ *    yet); the return records SYNC_RETURN only if a bio of that call was
+ *    tied to it.
+ *  - aio_complete_rw of a file: its command is the table's entry of its
+ *    user iocb (the position says nothing of the disk).
+ *
  * The LBA of FILE_SUBMIT and AIO_COMPLETE is the file position in the whole
  * disk's logical blocks, the number block_bio_queue samples by, so they pick
  * the same commands.  aio_complete_rw runs after the block device advanced
@@ -190,10 +216,26 @@ static __always_inline void uiocb_put(u64 uptr, u64 lba, u32 dev, u8 op)
 	if (!READ_ONCE(u->uptr))
 		atomic_inc(&uiocbs_live.n);
 	WRITE_ONCE(u->uptr, 0);
+	smp_wmb();	/* uptr cleared before the fields change (uiocb_peek()) */
 	u->lba = lba;
 	u->dev = dev;
 	u->op = op;
 	smp_store_release(&u->uptr, uptr);	/* the fields, then uptr */
+}
+
+/* the command of a sampled aio iocb in the table, left there for its reap */
+static __always_inline bool uiocb_peek(u64 uptr, u64 *lba, u32 *dev, u8 *op)
+{
+	const struct nvmetrace_uiocb *u = &uiocbs[hash_64(uptr, NVMETRACE_UIOCB_BITS)];
+
+	/* uptr, then the fields its writer published with it (uiocb_put()) */
+	if (smp_load_acquire(&u->uptr) != uptr)
+		return false;
+	*lba = READ_ONCE(u->lba);
+	*dev = READ_ONCE(u->dev);
+	*op = READ_ONCE(u->op);
+	smp_rmb();	/* the fields, then uptr again */
+	return READ_ONCE(u->uptr) == uptr;
 }
 
 /*
@@ -266,11 +308,211 @@ static int kp_file_write(struct kprobe *kp, struct pt_regs *regs)
 	return 0;
 }
 
+/* ------------------------------------------------ files on a file system */
+
+/*
+ * A task's direct I/O of a file as the file system took it, and the sampled
+ * command of its synchronous call, by a hash of the task.  Only the task
+ * writes its entry's fields, but another task whose hash collides takes the
+ * entry over: a writer clears the owner, writes, and sets itself as the
+ * owner; a reader takes the fields only if it sees itself as the owner
+ * before and after (probe.h's owned timestamps, over several fields).
+ */
+struct fs_task {
+	const struct task_struct *task;	/* owner; NULL while the fields change */
+	const struct kiocb *iocb;	/* the direct I/O the file system took last; NULL: tied */
+	u64 ts;				/* when */
+	u64 call;			/* the synchronous call's entry (its sync_cmd's) */
+	u64 lba;			/* the call's sampled command */
+	u32 dev;
+	u8 op;
+} ____cacheline_aligned_in_smp;	/* written per direct I/O: a line per task */
+
+#define NVMETRACE_FS_BITS	6
+static struct fs_task fs_tasks[1 << NVMETRACE_FS_BITS];
+
+static __always_inline struct fs_task *fs_task(void)
+{
+	return &fs_tasks[hash_ptr(current, NVMETRACE_FS_BITS)];
+}
+
+/* current's entry, for a change of its fields; false: another task's, cleared */
+static __always_inline bool fs_task_claim(struct fs_task *t)
+{
+	bool own = READ_ONCE(t->task) == current;
+
+	WRITE_ONCE(t->task, NULL);
+	smp_wmb();	/* the owner cleared before the fields change */
+	if (!own) {
+		t->iocb = NULL;
+		t->call = 0;
+	}
+	return own;
+}
+
+static __always_inline void fs_task_publish(struct fs_task *t)
+{
+	smp_wmb();	/* the fields, then the owner */
+	WRITE_ONCE(t->task, current);
+}
+
+static __always_inline bool fs_task_mine(const struct fs_task *t)
+{
+	return READ_ONCE(t->task) == current;
+}
+
+/*
+ * The disk (whole, dev_t) of a regular file's file system, if it is traced:
+ * where its direct I/O goes (the data device; not an XFS realtime device).
+ */
+static __always_inline bool fs_file_dev(const struct file *file, u32 *dev)
+{
+	const struct inode *inode = file_inode(file);
+	const struct block_device *bdev = inode->i_sb->s_bdev;
+
+	if (!S_ISREG(inode->i_mode) || !bdev || !bdev->bd_disk)
+		return false;
+	*dev = disk_dev(bdev->bd_disk);
+	return host_dev_wanted(*dev);
+}
+
+/*
+ * ftrace hooks at __iomap_dio_rw(struct kiocb *iocb, struct iov_iter *iter,
+ * ...) and __iomap_dio_read_simple(struct kiocb *iocb, ...): a file's direct
+ * I/O as its file system hands it to iomap (the second, 7.3 on, after the
+ * file system mapped the range).
+ */
+static int kp_fs_dio(struct kprobe *kp, struct pt_regs *regs)
+{
+	const struct kiocb *iocb = (const struct kiocb *)regs_get_kernel_argument(regs, 0);
+	struct fs_task *t;
+	u32 dev;
+
+	if (unlikely(!READ_ONCE(nvmetrace_emitting)) || !fs_file_dev(iocb->ki_filp, &dev))
+		return 0;
+	t = fs_task();
+	fs_task_claim(t);
+	t->iocb = iocb;
+	t->ts = ktime_get_ns();
+	fs_task_publish(t);
+	return 0;
+}
+
+/*
+ * Whether bio is one of iocb's direct I/O: iomap's general path queues bios
+ * whose bi_private is its struct iomap_dio, the kiocb its first member (6.1
+ * to 7.3); the fast path of a small read (7.3 on) one bio that is a member
+ * of a struct iomap_dio_simple beside the kiocb (at the offsets START
+ * carried).  Read without faulting: a bio of any other kind names no kiocb,
+ * or not this one.
+ */
+static __always_inline bool fs_bio_of(const struct bio *bio, const struct kiocb *iocb)
+{
+	const struct nvmetrace_layout *l = &nvmetrace_cfg.layout;
+	const struct kiocb *named;
+
+	if (!copy_from_kernel_nofault(&named, bio->bi_private, sizeof(named)) && named == iocb)
+		return true;
+	if (!l->dio_simple.valid)
+		return false;
+	return !copy_from_kernel_nofault(&named, (const char *)bio -
+					 NVMETRACE_DIO_SIMPLE_OFF(l, BIO) +
+					 NVMETRACE_DIO_SIMPLE_OFF(l, IOCB), sizeof(named)) &&
+	       named == iocb;
+}
+
+/*
+ * block_bio_queue of a sampled bio (probes/blk.c), before its BIO_QUEUE: if
+ * it is the first sampled bio of the direct I/O the file system took last in
+ * this task (its bi_private is that I/O's struct iomap_dio, whose first
+ * member is the kiocb), FILE_SUBMIT with NVMETRACE_REC_FS: its aux as for a
+ * block device file, len the nanoseconds since the file system took it;
+ * and the command is kept for its completion and reap.
+ */
+void nvmetrace_fs_bio(const struct bio *bio, u64 lba, u32 dev, u8 op)
+{
+	struct fs_task *t = fs_task();
+	const struct kiocb *iocb;
+	u64 fs_ts, now, call = 0, since = 0, uptr, wq_queued = 0;
+	u16 iface = 0, path = 0;
+	u8 wflag = op == nvme_cmd_write ? NVMETRACE_REC_WRITE : 0;
+
+	if (!in_task() || !fs_task_mine(t))
+		return;
+	smp_rmb();	/* the owner, then the fields */
+	iocb = READ_ONCE(t->iocb);
+	fs_ts = READ_ONCE(t->ts);
+	smp_rmb();	/* the fields, then the owner again */
+	if (!iocb || !fs_task_mine(t))
+		return;
+	if (!fs_bio_of(bio, iocb))
+		return;
+	now = ktime_get_ns();
+	if (syscall_get_nr(current, task_pt_regs(current)) == __NR_io_submit) {
+		iface = NVMETRACE_IFACE_AIO;
+		since = submit_since();
+		uptr = is_aio_kiocb(iocb) ? aio_user_iocb(iocb) : 0;
+		if (uptr)
+			uiocb_put(uptr, lba, dev, op);
+	} else if (nvmetrace_uring_origin(iocb, &since, &path, &wq_queued)) {
+		iface = NVMETRACE_IFACE_URING;
+		nvmetrace_uring_fs_keep(iocb, lba, dev, op);
+	} else if (!READ_ONCE(iocb->ki_complete) && sync_syscall()) {
+		iface = NVMETRACE_IFACE_SYNC;
+		call = nvmetrace_owned_ts_get(task_stash(), current);
+		since = call && now > call ? now - call : 0;
+	}
+	/* tied: the next bios of this I/O are not its first */
+	if (fs_task_claim(t)) {
+		t->iocb = NULL;
+		if (call) {
+			t->call = call;
+			t->lba = lba;
+			t->dev = dev;
+			t->op = op;
+		}
+	}
+	fs_task_publish(t);
+	nvmetrace_emit(NVMETRACE_EV_FILE_SUBMIT, lba, dev,
+		       (u32)min_t(u64, now > fs_ts ? now - fs_ts : 0, U32_MAX), 0, iface, path, 0,
+		       op, wflag | NVMETRACE_REC_FS, uaux(current->pid, since));
+	if (wq_queued)
+		nvmetrace_emit(NVMETRACE_EV_URING_WQ, lba, dev, 0, 0, 0, 0, 0, op, wflag,
+			       wq_queued);
+}
+
+/*
+ * The command a bio of the synchronous call that began at call tied to it
+ * (nvmetrace_fs_bio()), taken; false: none.
+ */
+static __always_inline bool fs_sync_cmd(u64 call, u64 *lba, u32 *dev, u8 *op)
+{
+	struct fs_task *t = fs_task();
+	bool mine;
+
+	if (!fs_task_mine(t))
+		return false;
+	smp_rmb();	/* the owner, then the fields */
+	mine = READ_ONCE(t->call) == call;
+	*lba = READ_ONCE(t->lba);
+	*dev = READ_ONCE(t->dev);
+	*op = READ_ONCE(t->op);
+	smp_rmb();	/* the fields, then the owner again */
+	if (!mine || !fs_task_mine(t))
+		return false;
+	fs_task_claim(t);
+	t->call = 0;
+	fs_task_publish(t);
+	return true;
+}
+
 /* a sampled synchronous command, kept by its call's kretprobe for the return */
 struct sync_cmd {
 	u64 lba;
+	u64 call;	/* the entry's time */
 	u32 dev;
 	u8 op;
+	bool fs;	/* a file on a file system: its command, if any, is tied at its bio */
 };
 
 /*
@@ -278,9 +520,10 @@ struct sync_cmd {
  * the descriptor in di, the position in r10 (pos_l of preadv/preadv2, the
  * whole position on 64 bits; -1 for preadv2/pwritev2: the file's own
  * position, not probed).  Probe the return (0) only for a sampled command
- * of an O_DIRECT block device.  The file is read under RCU without a
- * reference: a descriptor closed meanwhile at worst names another
- * command, whose return then matches none.
+ * of an O_DIRECT block device, or for any O_DIRECT call on a regular file
+ * whose file system is on a traced disk (its LBA is known only at its bio).
+ * The file is read under RCU without a reference: a descriptor closed
+ * meanwhile at worst names another command, whose return then matches none.
  */
 static __always_inline int sync_entry(struct kretprobe_instance *ri, struct pt_regs *regs, u8 op)
 {
@@ -290,21 +533,27 @@ static __always_inline int sync_entry(struct kretprobe_instance *ri, struct pt_r
 	unsigned int fd = (unsigned int)uregs->di;
 	loff_t pos = (loff_t)uregs->r10;
 	const struct file *file;
-	bool ok;
+	bool ok = false;
 
 	if (unlikely(!READ_ONCE(nvmetrace_emitting)) || !files || pos < 0)
 		return 1;
+	sync->fs = false;
 	rcu_read_lock();
 	file = files_lookup_fd_raw(files, fd);
-	ok = file && (READ_ONCE(file->f_flags) & O_DIRECT) &&
-	     S_ISBLK(file_inode(file)->i_mode) &&
-	     nvmetrace_file_lba(file, pos, &sync->dev, &sync->lba) &&
-	     nvmetrace_sampled(sync->lba);
+	if (file && (READ_ONCE(file->f_flags) & O_DIRECT)) {
+		if (S_ISBLK(file_inode(file)->i_mode))
+			ok = nvmetrace_file_lba(file, pos, &sync->dev, &sync->lba) &&
+			     nvmetrace_sampled(sync->lba);
+		else
+			ok = fs_file_dev(file, &sync->dev);
+		sync->fs = ok && !S_ISBLK(file_inode(file)->i_mode);
+	}
 	rcu_read_unlock();
 	if (!ok)
 		return 1;
 	sync->op = op;
-	nvmetrace_owned_ts_set(task_stash(), current, ktime_get_ns());
+	sync->call = ktime_get_ns();
+	nvmetrace_owned_ts_set(task_stash(), current, sync->call);
 	return 0;
 }
 
@@ -323,12 +572,17 @@ static int krp_sync_return(struct kretprobe_instance *ri, struct pt_regs *regs)
 {
 	const struct sync_cmd *sync = (const struct sync_cmd *)ri->data;
 	long ret = (long)regs_return_value(regs);
+	u64 lba = sync->lba;
+	u32 dev = sync->dev;
+	u8 op = sync->op;
 
 	if (unlikely(!READ_ONCE(nvmetrace_emitting)))
 		return 0;
-	nvmetrace_emit(NVMETRACE_EV_SYNC_RETURN, sync->lba, sync->dev,
-		       ret > 0 ? (u32)min_t(long, ret, U32_MAX) : 0, 0, 0, 0, 0, sync->op,
-		       sync->op == nvme_cmd_write ? NVMETRACE_REC_WRITE : 0, uaux(current->pid, 0));
+	if (sync->fs && !fs_sync_cmd(sync->call, &lba, &dev, &op))
+		return 0;	/* no sampled bio of the file's I/O */
+	nvmetrace_emit(NVMETRACE_EV_SYNC_RETURN, lba, dev,
+		       ret > 0 ? (u32)min_t(long, ret, U32_MAX) : 0, 0, 0, 0, 0, op,
+		       op == nvme_cmd_write ? NVMETRACE_REC_WRITE : 0, uaux(current->pid, 0));
 	return 0;
 }
 
@@ -343,15 +597,25 @@ static int kp_aio_complete(struct kprobe *kp, struct pt_regs *regs)
 	u32 dev;
 	u8 op;
 
-	if (unlikely(!READ_ONCE(nvmetrace_emitting)))
+	if (unlikely(!READ_ONCE(nvmetrace_emitting)) || !(iocb->ki_flags & IOCB_DIRECT))
 		return 0;
-	if (!(iocb->ki_flags & IOCB_DIRECT) || !S_ISBLK(file_inode(file)->i_mode))
-		return 0;
+	op = (iocb->ki_flags & IOCB_WRITE) ? nvme_cmd_write : nvme_cmd_read;
+	if (!S_ISBLK(file_inode(file)->i_mode)) {
+		u64 uptr;
+
+		/* a file's: the command its first sampled bio tied to its iocb */
+		if (atomic_read(&uiocbs_live.n) <= 0 || !is_aio_kiocb(iocb))
+			return 0;
+		uptr = aio_user_iocb(iocb);
+		if (!uptr || !uiocb_peek(uptr, &lba, &dev, &op))
+			return 0;
+		goto posted;
+	}
 	if (res > 0)
 		pos -= res;	/* the block device advanced ki_pos by the result */
 	if (!nvmetrace_file_lba(file, pos, &dev, &lba) || !nvmetrace_sampled(lba))
 		return 0;
-	op = (iocb->ki_flags & IOCB_WRITE) ? nvme_cmd_write : nvme_cmd_read;
+posted:
 	nvmetrace_emit(NVMETRACE_EV_AIO_COMPLETE, lba, dev, res > 0 ? res : 0, 0, 0, 0, 0,
 		       op, op == nvme_cmd_write ? NVMETRACE_REC_WRITE : 0, (u64)res);
 	return 0;
@@ -402,6 +666,7 @@ static int krp_reap_return(struct kretprobe_instance *ri, struct pt_regs *regs)
 static void aio_hooks_reset(void)
 {
 	memset(submit_stash, 0, sizeof(submit_stash));
+	memset(fs_tasks, 0, sizeof(fs_tasks));
 	memset(uiocbs, 0, sizeof(uiocbs));
 	atomic_set(&uiocbs_live.n, 0);
 	aio_complete_fn = 0;
@@ -416,6 +681,13 @@ static struct nvmetrace_hook aio_hooks[] = {
 	  NULL, kp_file_write },
 	{ "aio_complete_rw", NULL, NVMETRACE_HOOK_FTRACE, NVMETRACE_ROLE_HOST,
 	  NULL, kp_aio_complete },
+	{ "__iomap_dio_rw", NULL, NVMETRACE_HOOK_FTRACE, NVMETRACE_ROLE_HOST,
+	  NULL, kp_fs_dio },
+#ifdef NVMETRACE_HAVE_IOMAP_DIO_READ_SIMPLE
+	/* the fast path of a small O_DIRECT read (compat.h) */
+	{ "__iomap_dio_read_simple", NULL, NVMETRACE_HOOK_FTRACE, NVMETRACE_ROLE_HOST,
+	  NULL, kp_fs_dio },
+#endif
 	{ "do_io_getevents", NULL, NVMETRACE_HOOK_KPROBE, NVMETRACE_ROLE_HOST,
 	  .ret_entry = krp_reap_entry, .ret = krp_reap_return,
 	  .ret_data = sizeof(unsigned long) },

@@ -8,7 +8,9 @@
  * sampled passthrough request from its NVMe command (pt_find(), noted by
  * probes/nvme.c).  A bio's record names the thread that queued it, and
  * whether that is a kernel thread (write-back): the analysis says where a
- * command without a system call came from.
+ * command without a system call came from.  A task's bio may be a file's
+ * direct I/O (nvmetrace_fs_bio(), probes/aio.c), whose file submission is
+ * recorded first.
  */
 #include <linux/blk-mq.h>
 #include <linux/blkdev.h>
@@ -40,6 +42,8 @@ static void probe_bio_queue(void *data, struct bio *bio)
 	lba = sector_to_lba(disk->queue, bio->bi_iter.bi_sector);
 	if (!nvmetrace_sampled(lba))
 		return;
+	if (!(current->flags & PF_KTHREAD))
+		nvmetrace_fs_bio(bio, lba, dev, op);
 	nvmetrace_emit(NVMETRACE_EV_BIO_QUEUE, lba, dev, bio->bi_iter.bi_size, 0, 0, 0,
 		       0, op, op == nvme_cmd_write ? NVMETRACE_REC_WRITE : 0,
 		       (u64)(u32)current->pid |

@@ -254,6 +254,13 @@ static __always_inline bool nvmetrace_file_lba(const struct file *file, loff_t p
 	return true;
 }
 
+/*
+ * A sampled bio queued (probes/blk.c, before its BIO_QUEUE): the file
+ * submission of a file's direct I/O if the bio is its first sampled one
+ * (probes/aio.c).
+ */
+void nvmetrace_fs_bio(const struct bio *bio, u64 lba, u32 dev, u8 op);
+
 static __always_inline u8 rq_opcode(const struct request *rq)
 {
 	switch (req_op(rq)) {

@@ -38,6 +38,12 @@
  *    with GETEVENTS.  One posted by an io thread (io-wq, SQPOLL) has no task
  *    to wait for: its reap is not recorded.
  *
+ * A read or write of a file on a file system (O_DIRECT, iomap) has no LBA at
+ * its file position: its first sampled bio ties it (probes/aio.c,
+ * nvmetrace_fs_bio()), which keeps the command by the request's address in
+ * uring_ptc (nvmetrace_uring_fs_keep()), where its io_uring_complete takes
+ * it, as a passthrough command's below.
+ *
  * NVMe passthrough (IORING_OP_URING_CMD on /dev/ngXnY) has no kiocb and
  * no file position: nvme-core turns the command into a block request whose
  * end_io_data is the io_uring_cmd, which is the first member of the
@@ -243,7 +249,20 @@ bool nvmetrace_uring_pt_setup(const void *ioucmd, u64 lba, u32 dev, u32 len, u8 
 	return true;
 }
 
-/* the sampled passthrough command whose CQE req posts: its LBA, dev and op */
+void nvmetrace_uring_fs_keep(const void *req, u64 lba, u32 dev, u8 op)
+{
+	struct nvmetrace_uring_wq *w = nvmetrace_uring_wq_claim(uring_ptc_set(req), req);
+
+	if (w)
+		nvmetrace_uring_wq_publish_word(w, req, lba, ktime_get_ns(),
+						(u64)dev | (u64)op << 32);
+}
+
+/*
+ * The sampled passthrough command whose CQE req posts, or the sampled
+ * command of a file's read or write (nvmetrace_uring_fs_keep()): its LBA,
+ * dev and op
+ */
 static __always_inline bool uring_pt_done(const void *req, u64 *lba, u32 *dev, u8 *op)
 {
 	u64 set_up, word;
@@ -410,8 +429,14 @@ static void probe_complete(void *data, void *ctxp, void *reqp)
 	if (!uring_is_rw(opcode))
 		return;
 	file = iocb->ki_filp;
-	if (!file || !S_ISBLK(file_inode(file)->i_mode) || !(iocb->ki_flags & IOCB_DIRECT))
+	if (!file || !(iocb->ki_flags & IOCB_DIRECT))
 		return;
+	if (!S_ISBLK(file_inode(file)->i_mode)) {
+		/* a file's: the command its first sampled bio kept by the request */
+		if (!S_ISREG(file_inode(file)->i_mode) || !uring_pt_done(req, &lba, &dev, &op))
+			return;
+		goto posted;
+	}
 	pos = iocb->ki_pos;
 	if (res > 0)
 		pos -= res;	/* the block device advanced ki_pos by the result */

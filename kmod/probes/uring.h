@@ -28,4 +28,10 @@ bool nvmetrace_uring_origin(const struct kiocb *iocb, u64 *since, u16 *path,
  */
 bool nvmetrace_uring_pt_setup(const void *ioucmd, u64 lba, u32 dev, u32 len, u8 op);
 
+/*
+ * The first sampled bio of a file's read or write that io_uring request req
+ * issued (probes/aio.c): its command, kept for the request's CQE.
+ */
+void nvmetrace_uring_fs_keep(const void *req, u64 lba, u32 dev, u8 op);
+
 #endif

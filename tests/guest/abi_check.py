@@ -86,7 +86,7 @@ fam = struct.unpack("H", msgs[0][CTRL_ATTR_FAMILY_ID])[0]
 
 err, msgs, _ = g.req(fam, CMD["GET_VERSION"])
 v = msgs[0] if msgs else {}
-check(err == 0 and u32(v[A["ABI_VERSION"]]) == 7 and u32(v[A["RING_VERSION"]]) == 2,
+check(err == 0 and u32(v[A["ABI_VERSION"]]) == 8 and u32(v[A["RING_VERSION"]]) == 2,
       "GET_VERSION abi 7, ring 2")
 mv = v.get(A["MODULE_VERSION"], b"").rstrip(b"\0").decode()
 check(mv == open(os.environ["NVMETRACE_SRC"] + "/VERSION").read().strip(), "MODULE_VERSION " + mv)
@@ -179,6 +179,17 @@ lay = attr(A["LAYOUT"] | 0x8000, attr(145, struct.pack("I", 0x1234)))
 err, _, ext = g.req(fam, CMD["START"], attr(A["ROLE"], struct.pack("I", 1)) + lay)
 check(err == -errno.EINVAL and "BTF identity" in ext,
       "START with an identity but no layout -> EINVAL ('%s')" % ext)
+err, msgs, _ = g.req(fam, CMD["STOP"])
+# the iomap group (NVMETRACE_L_DIO_SIMPLE_IOCB = 154, _BIO = 155, ABI 8): whole, and plausible
+lay = attr(A["LAYOUT"] | 0x8000, attr(155, struct.pack("I", 64)))
+err, _, ext = g.req(fam, CMD["START"], attr(A["ROLE"], struct.pack("I", 1)) + lay)
+check(err == -errno.EINVAL and "all or nothing" in ext, "START with 1 of 2 iomap offsets refused ('%s')" % ext)
+lay = attr(A["LAYOUT"] | 0x8000, attr(154, struct.pack("I", 64)) + attr(155, struct.pack("I", 64)))
+err, _, ext = g.req(fam, CMD["START"], attr(A["ROLE"], struct.pack("I", 1)) + lay)
+check(err == -errno.EINVAL and "iomap" in ext, "START with the kiocb inside the bio refused ('%s')" % ext)
+lay = attr(A["LAYOUT"] | 0x8000, attr(154, struct.pack("I", 0)) + attr(155, struct.pack("I", 64)))
+err, msgs, ext = g.req(fam, CMD["START"], attr(A["ROLE"], struct.pack("I", 1)) + lay)
+check(err == 0 and msgs and u32(msgs[0][A["STATE"]]) == 1, "START host with the iomap group ('%s')" % ext)
 err, msgs, _ = g.req(fam, CMD["STOP"])
 check(err == 0 and msgs and u32(msgs[0][A["STATE"]]) == 0, "STOP -> IDLE")
 err, _, ext = g.req(fam, CMD["LAYOUT"], attr(A["LAYOUT"] | 0x8000, tcp + attr(145, struct.pack("I", 1))))

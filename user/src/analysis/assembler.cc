@@ -207,7 +207,7 @@ bool Assembler::may_have_lost(const Command& c) {
 }
 
 void Assembler::push_waiting(const nvmetrace_rec& rec, const WaitKey& key) {
-    Waiting w{next_wait_id_++, rec.ts, rec.len, rec.aux, rec.cid, rec.tag};
+    Waiting w{next_wait_id_++, rec.ts, rec.len, rec.aux, rec.cid, rec.tag, rec.flags};
     waiting_[key].push_back(w);
     wait_order_.emplace_back(key, w);
     waiting_count_++;
@@ -431,6 +431,10 @@ void Assembler::attach_file_submit(Command& c, const Waiting& file, uint64_t bio
                     : file.cid == NVMETRACE_IFACE_AIO || NVMETRACE_UAUX_HI(file.aux)
                         ? SubmitPath::aio
                         : SubmitPath::file;
+    // a file on a file system: recorded at its bio, len is the time since the file system
+    // took it (NVMETRACE_REC_FS)
+    if ((file.flags & NVMETRACE_REC_FS) && file.len && file.len <= file.ts)
+        set(NVMETRACE_EV_FS_SUBMIT, file.ts - file.len);
     uint64_t since = NVMETRACE_UAUX_HI(file.aux);
     if (since && since <= file.ts)
         set(uring  ? NVMETRACE_EV_URING_SUBMIT

@@ -243,6 +243,7 @@ private:
         uint32_t len;
         uint64_t aux = 0;
         uint16_t cid = 0, tag = 0;  // a file submission's interface and io_uring path
+        uint8_t flags = 0;          // the record's NVMETRACE_REC_*
     };
     struct InFlight {
         Command cmd;

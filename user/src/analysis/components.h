@@ -77,6 +77,7 @@ inline constexpr StageDef kStages[] = {
     {"target driver", StageColumn::target_driver, false},
     {"storage", StageColumn::storage, false},
     {"syscall and file submission (before the block layer)", StageColumn::host_user, false},
+    {"file system: direct I/O (before the block layer)", StageColumn::host_user, false},
     {"completion to user space (wake-up, reap)", StageColumn::host_user, false},
     {"queued in io-wq", StageColumn::host_user, false},
 };
@@ -88,18 +89,32 @@ inline constexpr uint8_t kJoined = static_cast<uint8_t>(View::joined);
 inline constexpr ComponentDef kComponents[] = {
     // above the block layer (optional events: a command without them starts
     // at block_bio_queue and ends at block_rq_complete)
+    // A file on a file system (O_DIRECT through iomap): from the system call to its file
+    // system's direct I/O, then the file system (mapping the file to disk blocks) to the bio.
+    // Of the rows from one event, one to an optional event comes before the row that skips it.
+    {"syscall: io_submit entry to the file system", NVMETRACE_EV_SYSCALL_SUBMIT,
+     NVMETRACE_EV_FS_SUBMIT, "syscall and file submission (before the block layer)",
+     kHost | kJoined, 0},
     {"syscall: io_submit entry to the file", NVMETRACE_EV_SYSCALL_SUBMIT, NVMETRACE_EV_FILE_SUBMIT,
      "syscall and file submission (before the block layer)", kHost | kJoined, 0},
+    {"syscall: pread/pwrite entry to the file system", NVMETRACE_EV_SYNC_SUBMIT,
+     NVMETRACE_EV_FS_SUBMIT, "syscall and file submission (before the block layer)",
+     kHost | kJoined, 0},
     {"syscall: pread/pwrite entry to the file", NVMETRACE_EV_SYNC_SUBMIT, NVMETRACE_EV_FILE_SUBMIT,
      "syscall and file submission (before the block layer)", kHost | kJoined, 0},
-    // io_uring: the SQE taken, through io-wq when the inline issue would block (a
-    // row to an optional event comes before the row that skips it)
+    // io_uring: the SQE taken, through io-wq when the inline issue would block
     {"io_uring: SQE taken to io-wq", NVMETRACE_EV_URING_SUBMIT, NVMETRACE_EV_URING_WQ,
+     "syscall and file submission (before the block layer)", kHost | kJoined, 0},
+    {"io_uring: SQE taken to the file system", NVMETRACE_EV_URING_SUBMIT, NVMETRACE_EV_FS_SUBMIT,
      "syscall and file submission (before the block layer)", kHost | kJoined, 0},
     {"io_uring: SQE taken to the file", NVMETRACE_EV_URING_SUBMIT, NVMETRACE_EV_FILE_SUBMIT,
      "syscall and file submission (before the block layer)", kHost | kJoined, 0},
+    {"queued in io-wq", NVMETRACE_EV_URING_WQ, NVMETRACE_EV_FS_SUBMIT, "queued in io-wq",
+     kHost | kJoined, 0},
     {"queued in io-wq", NVMETRACE_EV_URING_WQ, NVMETRACE_EV_FILE_SUBMIT, "queued in io-wq",
      kHost | kJoined, 0},
+    {"file system: direct I/O to the block layer", NVMETRACE_EV_FS_SUBMIT, NVMETRACE_EV_BIO_QUEUE,
+     "file system: direct I/O (before the block layer)", kHost | kJoined, 0},
     {"file submission to the block layer", NVMETRACE_EV_FILE_SUBMIT, NVMETRACE_EV_BIO_QUEUE,
      "syscall and file submission (before the block layer)", kHost | kJoined, 0},
     // io_uring's passthrough: no bio; its submission is recorded at the driver's setup
@@ -281,6 +296,7 @@ inline constexpr NamedId kStageIds[] = {
     {"target driver", "target.driver"},
     {"storage", "storage"},
     {"syscall and file submission (before the block layer)", "host.user.submit"},
+    {"file system: direct I/O (before the block layer)", "host.user.fs"},
     {"completion to user space (wake-up, reap)", "host.user.complete"},
     {"queued in io-wq", "host.user.iowq"},
 };
@@ -292,6 +308,10 @@ inline constexpr NamedId kComponentIds[] = {
     {"io_uring: SQE taken to io-wq", "host.uring.to_iowq"},
     {"queued in io-wq", "host.uring.iowq"},
     {"file submission to the block layer", "host.file.submit"},
+    {"syscall: io_submit entry to the file system", "host.syscall.to_fs"},
+    {"syscall: pread/pwrite entry to the file system", "host.sync.to_fs"},
+    {"io_uring: SQE taken to the file system", "host.uring.to_fs"},
+    {"file system: direct I/O to the block layer", "host.fs.submit"},
     {"passthrough submission to nvme_setup_cmd", "host.passthru.submit"},
     {"host block layer, submission", "host.block.submit"},
     {"host driver, submission", "host.driver.submit"},

@@ -93,6 +93,9 @@ inline constexpr EventDef kEvents[] = {
     // call's entry (FILE_SUBMIT's aux) and its return
     {NVMETRACE_EV_SYNC_SUBMIT, "pread64/pwrite64/preadv2/pwritev2 (entry)", Side::host, 0, true},
     {NVMETRACE_EV_SYNC_RETURN, "pread64/pwrite64/preadv2/pwritev2 (return)", Side::host, 12, true},
+    // a file on a file system (O_DIRECT through iomap): its file system took the I/O (the
+    // FILE_SUBMIT record with NVMETRACE_REC_FS, written at the bio, says when)
+    {NVMETRACE_EV_FS_SUBMIT, "__iomap_dio_rw (file system direct I/O)", Side::host, 0, true},
     // nvme-rdma host (kmod/probes/nvme_rdma.c)
     {NVMETRACE_EV_RDMA_POST_SEND, "nvme_rdma_post_send", Side::host, 4, true},
     {NVMETRACE_EV_RDMA_SEND_DONE, "nvme_rdma_send_done", Side::host, 5, true, false, true},

@@ -90,6 +90,8 @@ int run_probe(const ProbeOptions& opts) {
     start.role = role;
     start.sample = 0xffffffffu;
     LayoutNotes layouts = fill_layouts(role, start);
+    if (!start.dio_simple_layout.empty() && genl.get_version().abi_version < 8)
+        start.dio_simple_layout.clear();  // a module before ABI 8 refuses it
     if (!start.aio_layout.empty() && genl.get_version().abi_version < 4) {
         start.aio_layout.clear();  // a module before ABI 4 refuses it
         layouts.aio_error = "the module predates it (ABI < 4)";

@@ -266,6 +266,10 @@ LayoutNotes fill_layouts(uint32_t role, StartArgs& start) {
             start.aio_layout = l->offsets;
         else
             notes.aio_error = btf.error();
+        // iomap's fast path of a small O_DIRECT read (7.3 on): its bio beside the kiocb.
+        // A kernel without the struct has no such path: nothing to say.
+        if (auto d = btf.ok() ? btf.dio_simple() : std::nullopt)
+            start.dio_simple_layout = d->offsets;
     }
     // nvmet-rdma's hooks read nvmet's fields as well: only with nvmet's layout.
     if ((role & NVMETRACE_ROLE_TARGET) && !start.layout.empty())
@@ -474,6 +478,14 @@ int run_record(const RecordOptions& opts) {
                        mv.abi_version);
     } else if (!layouts.tcp_error.empty())
         fmt::print(stderr, "nvmetrace: nvme-tcp transport hooks off: {}\n", layouts.tcp_error);
+    if (!start.dio_simple_layout.empty() && mv.abi_version < 8) {
+        // a module before ABI 8 refuses the group it does not know
+        start.dio_simple_layout.clear();
+        fmt::print(stderr,
+                   "nvmetrace: small O_DIRECT reads of files start at their bio: the module "
+                   "(ABI {}) predates iomap's fast path\n",
+                   mv.abi_version);
+    }
     if (!start.aio_layout.empty() && mv.abi_version < 4) {
         // a module before ABI 4 refuses the group it does not know
         start.aio_layout.clear();

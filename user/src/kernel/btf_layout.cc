@@ -296,6 +296,18 @@ std::optional<AioLayout> BtfLayout::aio() {
     return resolve_fields<AioLayout>(*this, wants);
 }
 
+std::optional<DioSimpleLayout> BtfLayout::dio_simple() {
+    // NVMETRACE_L_DIO_SIMPLE_* order; what kmod/probes/aio.c reads: the kiocb
+    // pointer beside the bio of a small O_DIRECT read
+    static const FieldWant wants[] = {
+        {"iomap_dio_simple", "iocb", 8},
+        {"iomap_dio_simple", "bio", 0, "bio"},
+    };
+    static_assert(std::size(wants) ==
+                  NVMETRACE_L_DIO_SIMPLE_LAST - NVMETRACE_L_DIO_SIMPLE_BASE + 1);
+    return resolve_fields<DioSimpleLayout>(*this, wants);
+}
+
 std::optional<RdmaLayout> BtfLayout::nvme_rdma() {
     // NVMETRACE_L_RDMA_* order
     static const FieldWant wants[] = {

@@ -47,6 +47,12 @@ struct AioLayout {
     std::vector<uint32_t> offsets;  // NVMETRACE_L_VMLINUX_BASE + i
 };
 
+// The kernel's own, a group apart (NVMETRACE_L_DIO_SIMPLE_* order): iomap's
+// struct iomap_dio_simple (7.3 on), its kiocb pointer and its bio.
+struct DioSimpleLayout {
+    std::vector<uint32_t> offsets;  // NVMETRACE_L_DIO_SIMPLE_BASE + i
+};
+
 // The identity of a module's layout (NVMETRACE_L_BTF_*): the CRC-32C of its
 // BTF file, btf_dir/<module> (normally /sys/kernel/btf/<module>).  nullopt
 // and *error (when given) set when it cannot be read.
@@ -100,6 +106,10 @@ public:
     // The vmlinux group (load_vmlinux()): struct aio_kiocb's rw (a struct
     // kiocb) and ki_res (32 bytes, the UAPI struct io_event).
     std::optional<AioLayout> aio();
+
+    // The vmlinux BTF's struct iomap_dio_simple: iocb (a pointer) and bio (a
+    // struct bio); nullopt in kernels without it (before 7.3).
+    std::optional<DioSimpleLayout> dio_simple();
 
     // The arguments tracepoint `name` passes its probes, spelled as C
     // ("struct request *"), the probe's leading data pointer left out: from

@@ -409,6 +409,11 @@ void put_layouts(nl_msg* msg, const StartArgs& args, const char* what) {
     if (!args.aio_layout.empty() && args.aio_layout.size() != kAioOffsets)
         throw Error(fmt::format("{}: the aio layout needs {} offsets, got {}", what, kAioOffsets,
                                 args.aio_layout.size()));
+    constexpr size_t kDioSimpleOffsets =
+        NVMETRACE_L_DIO_SIMPLE_LAST - NVMETRACE_L_DIO_SIMPLE_BASE + 1;
+    if (!args.dio_simple_layout.empty() && args.dio_simple_layout.size() != kDioSimpleOffsets)
+        throw Error(fmt::format("{}: the iomap layout needs {} offsets, got {}", what,
+                                kDioSimpleOffsets, args.dio_simple_layout.size()));
     // Each module's BTF identity goes with its layout, never alone.
     const struct {
         const std::optional<uint32_t>& id;
@@ -428,7 +433,8 @@ void put_layouts(nl_msg* msg, const StartArgs& args, const char* what) {
                 fmt::format("{}: a BTF identity of {} without its layout: give both, or neither",
                             what, id.name));
     if (!args.layout.empty() || !args.tcp_layout.empty() || !args.tcpt_layout.empty() ||
-        !args.rdma_layout.empty() || !args.rdmat_layout.empty() || !args.aio_layout.empty()) {
+        !args.rdma_layout.empty() || !args.rdmat_layout.empty() || !args.aio_layout.empty() ||
+        !args.dio_simple_layout.empty()) {
         nlattr* lay = nla_nest_start(msg, NVMETRACE_A_LAYOUT | NLA_F_NESTED);
         bool ok = lay != nullptr;
         for (size_t i = 0; ok && i < args.layout.size(); i++)
@@ -448,6 +454,9 @@ void put_layouts(nl_msg* msg, const StartArgs& args, const char* what) {
         for (size_t i = 0; ok && i < args.aio_layout.size(); i++)
             ok = nla_put_u32(msg, static_cast<int>(NVMETRACE_L_VMLINUX_BASE + i),
                              args.aio_layout[i]) == 0;
+        for (size_t i = 0; ok && i < args.dio_simple_layout.size(); i++)
+            ok = nla_put_u32(msg, static_cast<int>(NVMETRACE_L_DIO_SIMPLE_BASE + i),
+                             args.dio_simple_layout[i]) == 0;
         for (const auto& id : ids)
             if (ok && id.id)
                 ok = nla_put_u32(msg, id.attr, *id.id) == 0;

@@ -72,6 +72,10 @@ struct StartArgs {
     // aio_kiocb's rw and ki_res), from BTF; empty: aio commands are recorded
     // without their iocb (no AIO_REAP).  Modules of ABI 4 and later only.
     std::vector<uint32_t> aio_layout;
+    // iomap's struct iomap_dio_simple (NVMETRACE_L_DIO_SIMPLE_BASE .. _LAST
+    // order), from BTF where the kernel has it (7.3 on); empty: a small
+    // O_DIRECT read of a file starts at its bio.  Modules of ABI 8 and later.
+    std::vector<uint32_t> dio_simple_layout;
     // The identity of the module each layout above comes from
     // (NVMETRACE_L_BTF_*: module_btf_id()), only with that layout.  When
     // the module is loaded again during the recording, the hooks that read

@@ -489,6 +489,59 @@ TEST_F(AssemblerTest, SynchronousReadFromTheCallToItsReturn) {
     EXPECT_EQ(assembler.in_flight(), 0u);
 }
 
+// A file on a file system (O_DIRECT through iomap): the file submission is recorded at the
+// command's bio with NVMETRACE_REC_FS, its len the time since the file system took the I/O.
+// The command goes from the call's entry to the file system (FS_SUBMIT) and from there to the
+// bio; the record's own time (a moment before the bio) is no boundary of its own.
+TEST_F(AssemblerTest, FileOnAFileSystemFromTheCallThroughTheFileSystem) {
+    nvmetrace_rec file = host(NVMETRACE_EV_FILE_SUBMIT, 1'001'900, 0, 100, false, kNvme0n1, 0,
+                              1'200, uint64_t{42} | uint64_t{3'000} << 32);
+    file.cid = NVMETRACE_IFACE_SYNC;
+    file.flags |= NVMETRACE_REC_FS;
+    std::vector<nvmetrace_rec> v{file};
+    for (const auto& r : host_command(1'002'000, 7, 100))
+        v.push_back(r);
+    v.push_back(host(NVMETRACE_EV_SYNC_RETURN, 1'058'000, 0, 100, false, kNvme0n1, 0, 4096, 42));
+    feed(v);
+    assembler.finish();
+    ASSERT_EQ(out.size(), 1u);
+    const Command& c = out[0];
+    EXPECT_EQ(c.submit_path, SubmitPath::sync);
+    EXPECT_EQ(c.at(slot(NVMETRACE_EV_SYNC_SUBMIT)), 998'900u);
+    EXPECT_EQ(c.at(slot(NVMETRACE_EV_FS_SUBMIT)), 1'000'700u);
+    Layout l = layout_for(View::host_only, c.present, kComponents);
+    EXPECT_TRUE(l.complete());
+    EXPECT_EQ(l.first_slot, slot(NVMETRACE_EV_SYNC_SUBMIT));
+    ASSERT_GE(l.segments.size(), 3u);
+    EXPECT_EQ(l.segments[0].name, "syscall: pread/pwrite entry to the file system");
+    EXPECT_EQ(l.segments[1].name, "file system: direct I/O to the block layer");
+    EXPECT_EQ(l.segments[2].name, "host block layer, submission");
+    // the file system is a stage of its own, between the system call and the block layer
+    EXPECT_EQ(l.stages[l.segments[0].stage].name,
+              "syscall and file submission (before the block layer)");
+    EXPECT_EQ(l.stages[l.segments[1].stage].name,
+              "file system: direct I/O (before the block layer)");
+    Span sp = span_of(l, c.submit_path, c.reap_unseen);
+    EXPECT_TRUE(sp.user_space);
+    EXPECT_EQ(sp.interface, "pread/pwrite");
+
+    // a block device's file submission has no file system stage, whatever its len
+    out.clear();
+    nvmetrace_rec blk = file;
+    blk.flags &= static_cast<uint8_t>(~NVMETRACE_REC_FS);
+    blk.ts = 2'001'900;
+    blk.lba = 200;
+    std::vector<nvmetrace_rec> w{blk};
+    for (const auto& r : host_command(2'002'000, 8, 200))
+        w.push_back(r);
+    feed(w);
+    assembler.finish();
+    ASSERT_EQ(out.size(), 1u);
+    EXPECT_FALSE(out[0].has(slot(NVMETRACE_EV_FS_SUBMIT)));
+    Layout lb = layout_for(View::host_only, out[0].present, kComponents);
+    EXPECT_EQ(lb.segments.front().name, "syscall: pread/pwrite entry to the file");
+}
+
 TEST_F(AssemblerTest, IoUringReapFromTheRingIsWhereTheKernelSawIt) {
     std::vector<nvmetrace_rec> v{uring_file(1'000'000, 100, 0, 900)};
     for (const auto& r : host_command(1'002'000, 7, 100))

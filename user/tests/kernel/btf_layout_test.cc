@@ -205,6 +205,33 @@ TEST(AioLayout, MemberOfAnotherSizeIsRefused) {
               std::string::npos);
 }
 
+// iomap's fast path of a small O_DIRECT read (7.3 on): struct iomap_dio_simple's kiocb
+// pointer and its bio, a struct bio of the kernel's size; a kernel without the struct has
+// no group.
+TEST(DioSimpleLayout, OffsetsWhereTheKernelHasTheStruct) {
+    test::TempDir dir;
+    ::btf* b = btf__new_empty();
+    ASSERT_NE(b, nullptr);
+    const int u64 = btf__add_int(b, "u64", 8, 0);
+    const int bio = btf__add_struct(b, "bio", 136);
+    EXPECT_EQ(btf__add_field(b, "bi_next", u64, 0, 0), 0);
+    btf__add_struct(b, "iomap_dio_simple", 256);
+    EXPECT_EQ(btf__add_field(b, "iocb", u64, 0, 0), 0);
+    EXPECT_EQ(btf__add_field(b, "bio", bio, 64 * 8, 0), 0);
+    const std::string path = dir.path("vmlinux");
+    write_raw(b, path);
+    btf__free(b);
+    BtfLayout l = BtfLayout::load_vmlinux(path);
+    ASSERT_TRUE(l.ok()) << l.error();
+    auto d = l.dio_simple();
+    ASSERT_TRUE(d) << l.error();
+    EXPECT_EQ(d->offsets, (std::vector<uint32_t>{0, 64}));
+    // before 7.3: no such struct, no group
+    BtfLayout old = BtfLayout::load_vmlinux(write_aio_vmlinux(dir, 32));
+    ASSERT_TRUE(old.ok()) << old.error();
+    EXPECT_EQ(old.dio_simple(), std::nullopt);
+}
+
 // The identity START carries with a module's layout: the CRC-32C of the
 // module's BTF file as the kernel exposes it, the value the module computes
 // over the .BTF section of a module being loaded (kmod/layout_id.h).

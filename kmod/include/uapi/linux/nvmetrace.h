@@ -22,7 +22,7 @@
 
 #include <linux/types.h>
 
-#define NVMETRACE_ABI_VERSION		7
+#define NVMETRACE_ABI_VERSION		8
 #define NVMETRACE_DEVICE_NAME		"nvmetrace"	/* /dev/nvmetrace */
 #define NVMETRACE_GENL_NAME		"nvmetrace"
 #define NVMETRACE_GENL_VERSION		1
@@ -139,6 +139,13 @@ enum nvmetrace_event {
 	 */
 	NVMETRACE_EV_SYNC_SUBMIT	= 25,
 	NVMETRACE_EV_SYNC_RETURN	= 26,
+	/*
+	 * A file on a file system (O_DIRECT through iomap: ext4, XFS): the file
+	 * system's direct I/O took the read or write (__iomap_dio_rw).  Never a
+	 * record of its own: the FILE_SUBMIT with NVMETRACE_REC_FS, written at
+	 * the command's bio, says when (its len)
+	 */
+	NVMETRACE_EV_FS_SUBMIT		= 27,
 
 	/* target: nvmet core and its block backend */
 	NVMETRACE_EV_NVMET_INIT		= 32,	/* nvmet_req_init */
@@ -212,6 +219,12 @@ enum nvmetrace_event {
 #define NVMETRACE_REC_LEN_BLOCKS	(1u << 3)	/* len counts logical blocks, not bytes */
 #define NVMETRACE_REC_PASSTHRU		(1u << 4)	/* a passthrough command: no bio */
 #define NVMETRACE_REC_SPDK		(1u << 5)	/* from an SPDK app's trace, not the module */
+/*
+ * FILE_SUBMIT of a file on a file system: written at the command's first
+ * sampled bio (block_bio_queue), len the nanoseconds since the file system
+ * took the I/O (NVMETRACE_EV_FS_SUBMIT; saturated at 2^32 - 1), not bytes
+ */
+#define NVMETRACE_REC_FS		(1u << 6)
 
 /*
  * aux of NVMETRACE_EV_TCP_C2H_RECV: the PDU's data offset in the low 32 bits,
@@ -493,6 +506,17 @@ enum nvmetrace_layout_attr {
 	NVMETRACE_L_AIO_KIOCB_RW	= NVMETRACE_L_VMLINUX_BASE, /* struct aio_kiocb.rw (struct kiocb) */
 	NVMETRACE_L_AIO_KIOCB_RES,	/* struct aio_kiocb.ki_res (struct io_event) */
 	NVMETRACE_L_VMLINUX_LAST	= NVMETRACE_L_AIO_KIOCB_RES,
+
+	/*
+	 * The kernel's own, a group apart (ABI 8; kernels that have it, 7.3
+	 * on): iomap's struct iomap_dio_simple, the fast path of a small
+	 * O_DIRECT read, whose bio is a member of it beside the kiocb: both,
+	 * or neither.  Without them such a read starts at its bio.
+	 */
+	NVMETRACE_L_DIO_SIMPLE_BASE	= 154,
+	NVMETRACE_L_DIO_SIMPLE_IOCB	= NVMETRACE_L_DIO_SIMPLE_BASE, /* struct iomap_dio_simple.iocb */
+	NVMETRACE_L_DIO_SIMPLE_BIO,	/* struct iomap_dio_simple.bio (struct bio) */
+	NVMETRACE_L_DIO_SIMPLE_LAST	= NVMETRACE_L_DIO_SIMPLE_BIO,
 
 	__NVMETRACE_L_MAX		= 160,
 };
