@@ -321,6 +321,7 @@ static int kp_file_write(struct kprobe *kp, struct pt_regs *regs)
 struct fs_task {
 	const struct task_struct *task;	/* owner; NULL while the fields change */
 	const struct kiocb *iocb;	/* the direct I/O the file system took last; NULL: tied */
+	const struct file *file;	/* its file */
 	u64 ts;				/* when */
 	u64 call;			/* the synchronous call's entry (its sync_cmd's) */
 	u64 lba;			/* the call's sampled command */
@@ -393,6 +394,7 @@ static int kp_fs_dio(struct kprobe *kp, struct pt_regs *regs)
 	t = fs_task();
 	fs_task_claim(t);
 	t->iocb = iocb;
+	t->file = iocb->ki_filp;
 	t->ts = ktime_get_ns();
 	fs_task_publish(t);
 	return 0;
@@ -433,6 +435,7 @@ void nvmetrace_fs_bio(const struct bio *bio, u64 lba, u32 dev, u8 op)
 {
 	struct fs_task *t = fs_task();
 	const struct kiocb *iocb;
+	const struct file *file, *now_file;
 	u64 fs_ts, now, call = 0, since = 0, uptr, wq_queued = 0;
 	u16 iface = 0, path = 0;
 	u8 wflag = op == nvme_cmd_write ? NVMETRACE_REC_WRITE : 0;
@@ -441,11 +444,20 @@ void nvmetrace_fs_bio(const struct bio *bio, u64 lba, u32 dev, u8 op)
 		return;
 	smp_rmb();	/* the owner, then the fields */
 	iocb = READ_ONCE(t->iocb);
+	file = READ_ONCE(t->file);
 	fs_ts = READ_ONCE(t->ts);
 	smp_rmb();	/* the fields, then the owner again */
 	if (!iocb || !fs_task_mine(t))
 		return;
-	if (!fs_bio_of(bio, iocb))
+	/*
+	 * The bio names the kiocb, and that kiocb is still the file's: a kiocb
+	 * of an I/O the file system took without a sampled bio may be used
+	 * again for a block device's (whose struct blkdev_dio also starts with
+	 * it), which no hook here saw begin.
+	 */
+	if (!fs_bio_of(bio, iocb) ||
+	    copy_from_kernel_nofault(&now_file, &iocb->ki_filp, sizeof(now_file)) ||
+	    now_file != file)
 		return;
 	now = ktime_get_ns();
 	if (syscall_get_nr(current, task_pt_regs(current)) == __NR_io_submit) {
