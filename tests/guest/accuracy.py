@@ -114,7 +114,11 @@ threshold = M if sample == 1 else M // sample
 job, side = fio_job(fio_json)
 engine = fio_engine(job)
 first, last = span_of(engine)
-HOST_EVENTS = [first] + ENGINE_EVENTS[engine] + [last]
+# a file of a file system (fio's filename no device): its file system's direct I/O comes
+# first, the file submission is recorded at the bio
+FS = "__iomap_dio_rw (file system direct I/O)"
+on_file = not job["job options"].get("filename", "/dev/").startswith("/dev/")
+HOST_EVENTS = [first] + ([FS] if on_file else []) + ENGINE_EVENTS[engine] + [last]
 fio_ios = job[side]["total_ios"]
 fio_lat_us = job[side]["lat_ns"]["mean"] / 1000.0
 if job["error"] or fio_ios == 0:

@@ -3,7 +3,9 @@
 # holding both roles, for each of fio's engines: libaio (randread and randwrite, 4 KiB and 64
 # KiB, QD1 and QD8, recorded at 1-of-1 and 1-of-10); io_uring (QD1 and QD16, with and without
 # registered files and fixed buffers), psync, pvsync2 and NVMe passthrough (io_uring_cmd on
-# /dev/ngXnY) at 4 KiB, every command. The sampled commands are exactly fio's I/Os that the
+# /dev/ngXnY) at 4 KiB, every command; and O_DIRECT reads of a file on XFS (libaio at QD1 and
+# QD8, psync), on a second, memory-backed namespace, the file's offsets mapped to the disk's
+# (tests/guest/fiemap.py). The sampled commands are exactly fio's I/Os that the
 # sampling predicate picks (checked against fio's per-I/O latency log), host and target
 # sampled the same commands, every command has all its events in order (from the submitting
 # system call's entry to the reaping call's return), the stages add up to end to end, and the
@@ -55,8 +57,36 @@ rec_stop() {
 	wait $rec || { cat "$1/record.out"; fail "$2: record failed"; }
 	"$NT" report --commands "$1/rec.ntr" >"$1/commands.jsonl" || fail "$2: report --commands failed"
 }
+# Where the I/O goes: the namespace's first SPAN bytes for the cells and io_edges, fio's own
+# time measured at OWN_AT (OWN_SIZE bytes), apart; FSFILE, once set (fs_setup), a file of a
+# file system instead of the device, whose offsets are mapped to the disk's (fs_map)
+SPAN=256m
+OWN_AT=1g
+OWN_SIZE=256m
+FSFILE=
 # engine_dev ENGINE: the device fio and io_edges use with ENGINE (passthrough: the char device)
-engine_dev() { if [ "$1" = io_uring_cmd ]; then echo "/dev/$ng"; else echo "/dev/$dev"; fi; }
+engine_dev() {
+	if [ -n "$FSFILE" ]; then
+		echo "$FSFILE"
+	elif [ "$1" = io_uring_cmd ]; then
+		echo "/dev/$ng"
+	else
+		echo "/dev/$dev"
+	fi
+}
+# fs_map fio|edges LOG...: the file's offsets in LOGs (fio's latency log, io_edges' output of
+# I/O of $b bytes) made the disk's, so that the I/Os name their commands by LBA; nothing on
+# a device
+fs_map() {
+	local kind=$1
+	shift
+	[ -n "$FSFILE" ] || return 0
+	if [ "$kind" = edges ]; then
+		set -- "$b" "$@"
+	fi
+	python3 "$NVMETRACE_SRC/tests/guest/fiemap.py" "$FSFILE" "$kind" "$@" ||
+		fail "$FSFILE: its offsets not mapped to the disk's"
+}
 # fio_engine ENGINE: fio's options for ENGINE
 fio_engine() {
 	if [ "$1" = io_uring_cmd ]; then
@@ -74,6 +104,7 @@ calibrate() {
 	edev=$(engine_dev "$engine")
 	tag=$rw-$bs
 	[ "$engine" = libaio ] || { tag=$engine-$tag; k=3000; }
+	[ -z "$FSFILE" ] || tag=xfs-$tag
 	tries=$((tries + 1))
 	for d in "$RESULTS/own-$tag" "$RESULTS/edges-$tag"-1of*; do
 		[ ! -d "$d" ] || mv "$d" "$d.try$tries"
@@ -85,17 +116,21 @@ calibrate() {
 	# span per I/O, less io_edges' syscall edges. Those edges are the 1-of-1 edges below.
 	d=$RESULTS/own-$tag
 	mkdir -p "$d" "$RESULTS/edges-$tag-1of1"
-	rec_start "$d" "fio's own time $tag" -r host --dev "$dev" -s 1
-	"$edges" "$engine" "$edev" "${rw#rand}" "$b" "$k" $((256 << 20)) 1 >"$d/io_edges-1.out" ||
+	rec_start "$d" "fio's own time $tag" -r host --dev "${FSDEV:-$dev}" -s 1
+	"$edges" "$engine" "$edev" "${rw#rand}" "$b" "$k" "$(numfmt --from=iec "${SPAN^^}")" 1 \
+		>"$d/io_edges-1.out" ||
 		fail "io_edges $tag failed"
 	# shellcheck disable=SC2046 # fio_engine's words are options
 	fio --name=own --filename="$edev" $(fio_engine "$engine") --rw="$rw" --bs="$bs" \
-		--iodepth=1 --offset=1g --size=256m --time_based --runtime="$SECS" \
+		--iodepth=1 --offset="$OWN_AT" --size="$OWN_SIZE" --time_based --runtime="$SECS" \
 		--write_lat_log="$d/fio" --log_offset=1 --output-format=json \
 		--output="$d/fio.json" >"$d/fio.log" 2>&1 || fail "fio's own time $tag: fio failed"
-	"$edges" "$engine" "$edev" "${rw#rand}" "$b" "$k" $((256 << 20)) 2 >"$d/io_edges-2.out" ||
+	"$edges" "$engine" "$edev" "${rw#rand}" "$b" "$k" "$(numfmt --from=iec "${SPAN^^}")" 2 \
+		>"$d/io_edges-2.out" ||
 		fail "io_edges $tag failed"
 	rec_stop "$d" "fio's own time $tag"
+	fs_map edges "$d/io_edges-1.out" "$d/io_edges-2.out"
+	fs_map fio "$d/fio_lat.1.log"
 	cat "$d/io_edges-1.out" "$d/io_edges-2.out" >"$d/io_edges.out"
 	own=$d/own.json
 	python3 "$NVMETRACE_SRC/tests/guest/edges.py" --own "$d/fio.json" "$d/fio_lat.1.log" \
@@ -114,8 +149,10 @@ calibrate() {
 			ln -sf "../own-$tag/commands.jsonl" "$d/commands.jsonl"
 		else
 			rec_start "$d" "edges $tag 1-of-$s" -r host -s "$s"
-			"$edges" "$engine" "$edev" "${rw#rand}" "$b" $((500 * s)) $((256 << 20)) "$s" \
+			"$edges" "$engine" "$edev" "${rw#rand}" "$b" $((500 * s)) \
+				"$(numfmt --from=iec "${SPAN^^}")" "$s" \
 				>"$d/io_edges.out" || fail "io_edges $tag failed"
+			fs_map edges "$d/io_edges.out"
 			rec_stop "$d" "edges $tag 1-of-$s"
 		fi
 		python3 "$NVMETRACE_SRC/tests/guest/edges.py" "$d/io_edges.out" "$d/commands.jsonl" \
@@ -136,12 +173,13 @@ cell() {
 	rec_start "$d" "$label" -r host -r target -s "$s"
 	# shellcheck disable=SC2046 # fio_engine's words are options
 	fio --name="$label" --filename="$(engine_dev "$engine")" $(fio_engine "$engine") "$@" \
-		--rw="$rw" --bs="$bs" --iodepth="$qd" --size=256m --time_based \
+		--rw="$rw" --bs="$bs" --iodepth="$qd" --size="$SPAN" --time_based \
 		--runtime="$SECS" --write_lat_log="$d/fio" --log_offset=1 --output-format=json \
 		--output="$d/fio.json" >"$d/fio.log" 2>&1 || fail "$label: fio failed"
 	# every event of a command is in a ring before fio sees it complete, and record drains
 	# the rings once it has stopped: nothing to wait for
 	rec_stop "$d" "$label"
+	fs_map fio "$d/fio_lat.1.log"
 	"$NT" report --json "$d/rec.ntr" >"$d/report.json" || fail "$label: report failed"
 	# the last try may bridge a larger change of the machine's speed (accuracy.py: STEADY)
 	ACCURACY_LAST_TRY=$((try >= TRIES)) python3 "$NVMETRACE_SRC/tests/guest/accuracy.py" \
@@ -152,11 +190,48 @@ cell() {
 	return $rc
 }
 
+# fs_setup: XFS on a second namespace of the subsystem, a memory-backed null_blk of 512 MiB
+# (XFS needs 300) made through configfs (a file system reads back what it wrote; the first
+# namespace is not memory-backed, so that the device's cells cost no memory), with a file of
+# 160 MiB written through, then frozen: the file system's own workers write nothing (XFS covers
+# its log and writes its superblock when idle: commands no system call made) and reads go on.
+# The cells after it read that file (FSFILE), fio's own time measured in its last 64 MiB
+fs_setup() {
+	local nb=/sys/kernel/config/nullb/nullb1 mnt=$RESULTS/mnt
+	local ns=$NVMET_CFG/subsystems/$NVMET_NQN/namespaces/2
+	need_module xfs
+	[ -d "${nb%/*}" ] || fail "null_blk has no configfs directory ${nb%/*}"
+	mkdir "$nb" || fail "null_blk: nullb1 not made in configfs"
+	{ echo 512 >"$nb/size" && echo 1 >"$nb/memory_backed" && echo 1 >"$nb/power"; } ||
+		fail "null_blk: nullb1 not powered on"
+	wait_for 10 test -b /dev/nullb1 || fail "/dev/nullb1 did not appear"
+	{ mkdir "$ns" && echo -n /dev/nullb1 >"$ns/device_path" && echo 1 >"$ns/enable"; } ||
+		fail "nvmet: namespace 2 not enabled"
+	FSDEV=${dev%n1}n2
+	# the controller hears of the namespace from the target's notice, or from a rescan
+	wait_for 10 test -b "/dev/$FSDEV" ||
+		{ nvme ns-rescan "/dev/${dev%n1}" && wait_for 20 test -b "/dev/$FSDEV"; } ||
+		fail "/dev/$FSDEV did not appear"
+	[ "$(cat "/sys/block/$FSDEV/queue/logical_block_size")" = "$lbs" ] ||
+		fail "/dev/$FSDEV has another logical block than /dev/$dev"
+	mkfs.xfs -q -f "/dev/$FSDEV" || fail "mkfs.xfs failed"
+	mkdir -p "$mnt"
+	mount -t xfs -o noatime "/dev/$FSDEV" "$mnt" || fail "mount xfs failed"
+	dd if=/dev/zero of="$mnt/file" bs=1M count=160 oflag=direct status=none || fail "dd failed"
+	fsfreeze -f "$mnt" || fail "fsfreeze failed"
+	FSFILE=$mnt/file
+	SPAN=96m
+	OWN_AT=96m
+	OWN_SIZE=64m
+	log "XFS on /dev/$FSDEV: the cells from here on read $FSFILE (O_DIRECT)"
+}
+
 # The cells, "ENGINE RW BS QD S [FIO-ARGS...]"; those of one engine, op and size follow each
 # other (one calibration serves them). Each engine of fio's but libaio at 4 KiB, every command:
 # io_uring at QD1 and QD16, with and without registered files and fixed buffers; the
 # synchronous engines; NVMe passthrough. libaio at 4 and 64 KiB, QD1 and QD8, every command and
-# 1 of 10.
+# 1 of 10. Last, "xfs:ENGINE": O_DIRECT reads of a file on XFS (fs_setup) with libaio at QD1
+# and QD8 and psync, every command.
 CELLS=("io_uring randread 4k 1 1" "io_uring randread 4k 1 1 --fixedbufs=1 --registerfiles=1"
 	"io_uring randread 4k 16 1" "io_uring randread 4k 16 1 --fixedbufs=1 --registerfiles=1"
 	"io_uring randwrite 4k 1 1" "io_uring randwrite 4k 16 1"
@@ -169,23 +244,29 @@ for rw in randread randwrite; do
 		done
 	done
 done
+CELLS+=("xfs:libaio randread 4k 1 1" "xfs:libaio randread 4k 8 1" "xfs:psync randread 4k 1 1")
 
 TRIES=3		# a cell is taken at most this often, each time after measuring them anew
 retaken=0
 calibrated=
 for c in "${CELLS[@]}"; do
 	read -r engine rw bs qd s extra <<<"$c"
+	if [ "${engine#xfs:}" != "$engine" ]; then
+		engine=${engine#xfs:}
+		[ -n "$FSFILE" ] || fs_setup
+	fi
 	b=$(numfmt --from=iec "${bs^^}")
 	samplings=1
 	[ "$engine" != libaio ] || samplings="1 10"
-	if [ "$calibrated" != "$engine $rw $bs" ]; then
+	if [ "$calibrated" != "$FSFILE$engine $rw $bs" ]; then
 		tries=0
 		calibrate "$engine" "$rw" "$bs" "$b" "$samplings"
-		calibrated="$engine $rw $bs"
+		calibrated="$FSFILE$engine $rw $bs"
 	fi
 	label="$rw-$bs-qd$qd"
 	[ "$engine" = libaio ] || label=$engine-$label
 	[ -z "$extra" ] || label=$label-fixed
+	[ -z "$FSFILE" ] || label=xfs-$label
 	label=$label-1of$s
 	try=1
 	while :; do
@@ -212,6 +293,10 @@ for c in "${CELLS[@]}"; do
 	n=$((n + 1))
 done
 rmmod nvmetrace || fail "rmmod failed"
+if [ -n "$FSFILE" ]; then
+	fsfreeze -u "$RESULTS/mnt" || fail "fsfreeze -u failed"
+	umount "$RESULTS/mnt" || fail "umount failed"
+fi
 nvme_disconnect_all
 nvmet_teardown
 [ "$bad" = 0 ] || fail "$bad of $n recordings disagree with fio (FAIL lines above)"
