@@ -611,6 +611,15 @@ int run_record_spdk(const RecordOptions& opts) {
                            {"abandoned", hc.abandoned},
                            {"in_flight_at_end", hc.cut_end}}}};
     }
+    if (clock) {
+        trailer.stats["spdk"]["tsc_steps"] = clock->steps();
+        if (clock->steps())
+            fmt::print(stderr,
+                       "nvmetrace: SPDK's TSC times had to step {} time(s) to meet "
+                       "CLOCK_MONOTONIC (its rate {} Hz was far off, or the TSC jumped): a "
+                       "command across a step has a wrong duration\n",
+                       clock->steps(), spdk_meta["tsc_rate"].get<uint64_t>());
+    }
     writer.close(trailer);
     if (lost && rdma_host)
         fmt::print(stderr,

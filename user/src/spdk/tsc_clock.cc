@@ -5,6 +5,7 @@
 
 #include <time.h>
 
+#include <algorithm>
 #include <climits>
 #include <cmath>
 
@@ -45,21 +46,45 @@ TscClock::Pair TscClock::now() {
 void TscClock::add(Pair p) {
     if (!first_) {
         first_ = p;
+        seg_ = {p.tsc, static_cast<long double>(p.mono_ns), 1e9L / static_cast<long double>(rate_)};
+        prev_ = seg_;
         return;
     }
-    // the rate over at least 1 s since the first pair: a pair's read error (its
-    // bracket, up to milliseconds on a loaded machine) divided by a second or more
+    // the line over at least 1 s since the first pair: a pair's read error
+    // (its bracket, up to milliseconds on a loaded machine) divided by a
+    // second or more
     if (p.mono_ns - first_->mono_ns < kBaselineNs || p.tsc <= first_->tsc)
         return;
-    per_tick_ = static_cast<long double>(p.mono_ns - first_->mono_ns) /
-                static_cast<long double>(p.tsc - first_->tsc);
+    const long double line = static_cast<long double>(p.mono_ns - first_->mono_ns) /
+                             static_cast<long double>(p.tsc - first_->tsc);
+    const long double here = at(p.tsc);
+    const long double gap = static_cast<long double>(p.mono_ns) - here;
+    prev_ = seg_;
+    seg_.tsc = p.tsc;
+    if (std::fabs(gap) > static_cast<long double>(kStepNs)) {
+        seg_.ns = static_cast<long double>(p.mono_ns);
+        seg_.per_tick = line;
+        prev_ = seg_;  // nothing before the step follows the old mapping
+        steps_++;
+        return;
+    }
+    // continuous at this pair; toward the line, closing the gap over kSlewNs
+    seg_.ns = here;
+    long double slew = gap / static_cast<long double>(kSlewNs);
+    slew =
+        std::clamp(slew, static_cast<long double>(-kMaxSlew), static_cast<long double>(kMaxSlew));
+    seg_.per_tick = line * (1 + slew);
+}
+
+long double TscClock::at(uint64_t tsc) const {
+    // an entry the ring held from before the latest pair (read after it) is
+    // on the segment it was made in, not the new one extrapolated back
+    const Segment& s = tsc < seg_.tsc ? prev_ : seg_;
+    return s.ns + (static_cast<long double>(tsc) - static_cast<long double>(s.tsc)) * s.per_tick;
 }
 
 uint64_t TscClock::ns(uint64_t tsc) const {
-    const long double per_tick = per_tick_ > 0 ? per_tick_ : 1e9L / static_cast<long double>(rate_);
-    const long double d =
-        (static_cast<long double>(tsc) - static_cast<long double>(first_->tsc)) * per_tick;
-    const long double t = static_cast<long double>(first_->mono_ns) + d;
+    const long double t = at(tsc);
     return t <= 0 ? 0 : static_cast<uint64_t>(std::llround(t));
 }
 

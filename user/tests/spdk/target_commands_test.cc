@@ -5,6 +5,8 @@
 #include "analysis/sampling.h"
 #include "spdk/tsc_clock.h"
 
+#include <algorithm>
+#include <cmath>
 #include <map>
 #include <string>
 #include <vector>
@@ -251,6 +253,48 @@ TEST(TscClock, TheRateComesFromPairsASecondApart) {
     c.add({1000 + 6'000'000'000, 3'006'000'000});
     const uint64_t span = c.ns(1000 + 14'000'000) - c.ns(1000);
     EXPECT_NEAR(static_cast<double>(span), 7'000'000.0, 7'000'000.0 * 0.001);
+}
+
+TEST(TscClock, APairsReadErrorNeverMovesADurationAcrossAPoll) {
+    // The TSC runs at 2 GHz; the recorder reads a pair every 5 ms, each late or
+    // early by up to 400 us (a loaded machine).  A 400 us command starts
+    // before a poll and ends after it, so its ends are converted under two
+    // different pairs; its duration must still be its own.
+    constexpr uint64_t kT0 = 1'000'000;
+    constexpr int64_t kMono0 = 7'000'000;
+    const auto mono = [](uint64_t tsc) { return kMono0 + static_cast<int64_t>((tsc - kT0) / 2); };
+    const auto read_error = [](uint64_t k) {
+        return (static_cast<int64_t>(k * 7919 % 801) - 400) * 1000;
+    };
+    TscClock c(2'001'000'000);  // SPDK's own rate 0.05 % off
+    c.add({kT0, kMono0});
+    constexpr uint64_t kPoll = 10'000'000, kHalf = 400'000;  // 5 ms and 200 us in ticks
+    double worst = 0;
+    uint64_t last = 0;
+    for (uint64_t k = 1; k <= 6000; k++) {  // 30 s
+        const uint64_t t = kT0 + k * kPoll;
+        c.add({t, mono(t) + read_error(k)});
+        const uint64_t start = c.ns(t - kHalf);
+        EXPECT_GE(start, last) << "poll " << k;  // never backwards
+        c.add({t + kPoll, mono(t + kPoll) + read_error(k + 1)});
+        const uint64_t end = c.ns(t + kHalf);
+        last = end;
+        worst = std::max(worst, std::fabs(static_cast<double>(end - start) - 400'000.0));
+    }
+    EXPECT_LT(worst, 1'000.0);  // 0.25 %; the line redrawn at every pair: 710 us
+    EXPECT_EQ(c.steps(), 0u);
+    // and the times meet the clock: within a pair's read error after 30 s
+    const uint64_t t = kT0 + 6001 * kPoll;
+    EXPECT_NEAR(static_cast<double>(c.ns(t)), static_cast<double>(mono(t)), 500'000.0);
+}
+
+TEST(TscClock, SpdksRateFarOffIsSteppedOnceAndCounted) {
+    TscClock c(1'000'000'000);  // SPDK says 1 GHz; the TSC runs at 2
+    c.add({0, 1'000'000'000});
+    c.add({3'000'000'000, 2'500'000'000});  // 1.5 s later: the mapping says 4 s
+    EXPECT_EQ(c.steps(), 1u);
+    EXPECT_EQ(c.ns(3'000'000'000), 2'500'000'000u);
+    EXPECT_EQ(c.ns(3'002'000'000), 2'501'000'000u);
 }
 
 }  // namespace
