@@ -13,6 +13,7 @@
 #include <linux/hash.h>
 #include <linux/kallsyms.h>
 #include <linux/kprobes.h>
+#include <linux/pagemap.h>
 #include <linux/sched.h>
 #include <linux/string.h>
 #include <linux/uaccess.h>
@@ -80,6 +81,15 @@
  *    tied to it.
  *  - aio_complete_rw of a file: its command is the table's entry of its
  *    user iocb (the position says nothing of the disk).
+ *  - a buffered read call (pread64, preadv, preadv2) on such a file whose
+ *    first or last page the page cache does not hold (a lockless look-up at
+ *    its entry): the mapping and the pages are kept for the task, the
+ *    return probed, and filemap_read()'s ftrace hook notes when the page
+ *    cache took it.  The first sampled read bio the task queues in that
+ *    call whose first folio is one of those pages is the miss the call waits
+ *    for: FILE_SUBMIT, flagged NVMETRACE_REC_FS | NVMETRACE_REC_PAGECACHE,
+ *    len the time since filemap_read(); SYNC_RETURN at the return.  Bios of
+ *    other pages (read-ahead) are not the call's.
  *
  * The LBA of FILE_SUBMIT and AIO_COMPLETE is the file position in the whole
  * disk's logical blocks, the number block_bio_queue samples by, so they pick
@@ -259,12 +269,68 @@ static __always_inline bool sync_syscall(void)
 	return false;
 }
 
+/*
+ * Where a sampled command's file submission came from, and what its
+ * interface keeps for its end: an io_submit() call (the user's iocb joins
+ * the table), an io_uring request (a file's is kept by its address for its
+ * CQE; a block device's CQE finds its command by its position), or a
+ * synchronous call (its entry; a file's command is kept for the return by
+ * the caller).  Anything else: no interface, no aux.
+ */
+struct submit_origin {
+	u64 since;	/* ns since the kernel took it: FILE_SUBMIT's aux */
+	u64 call;	/* a synchronous call's entry; 0: not one, or not known */
+	u64 wq_queued;	/* io_uring's io-wq: when the request was queued there */
+	u16 iface;	/* NVMETRACE_IFACE_* */
+	u16 path;	/* io_uring's path flags */
+};
+
+/* now: the time of the submission if already read; 0: read it if needed */
+static __always_inline void submit_origin(const struct kiocb *iocb, u64 lba, u32 dev, u8 op,
+					  bool fs, u64 now, struct submit_origin *o)
+{
+	*o = (struct submit_origin){};
+	if (syscall_get_nr(current, task_pt_regs(current)) == __NR_io_submit) {
+		/* aio submits reads and writes only from io_submit() */
+		u64 uptr = is_aio_kiocb(iocb) ? aio_user_iocb(iocb) : 0;
+
+		o->iface = NVMETRACE_IFACE_AIO;
+		o->since = submit_since();
+		if (uptr)
+			uiocb_put(uptr, lba, dev, op);
+	} else if (nvmetrace_uring_origin(iocb, &o->since, &o->path, &o->wq_queued)) {
+		o->iface = NVMETRACE_IFACE_URING;
+		if (fs)
+			nvmetrace_uring_fs_keep(iocb, lba, dev, op);
+	} else if (!READ_ONCE(iocb->ki_complete) && sync_syscall()) {
+		/* a synchronous kiocb: the call returns when the I/O is done */
+		o->iface = NVMETRACE_IFACE_SYNC;
+		o->call = nvmetrace_owned_ts_get(task_stash(), current);
+		if (o->call && !now)
+			now = ktime_get_ns();
+		o->since = o->call && now > o->call ? now - o->call : 0;
+	}
+}
+
+/* FILE_SUBMIT of a sampled command from o, and where io-wq had it, URING_WQ */
+static __always_inline void emit_file_submit(u64 lba, u32 dev, u32 len, u8 op, u8 flags,
+					     const struct submit_origin *o)
+{
+	u8 wflag = op == nvme_cmd_write ? NVMETRACE_REC_WRITE : 0;
+
+	nvmetrace_emit(NVMETRACE_EV_FILE_SUBMIT, lba, dev, len, 0, o->iface, o->path, 0, op,
+		       wflag | flags, uaux(current->pid, o->since));
+	if (o->wq_queued)
+		nvmetrace_emit(NVMETRACE_EV_URING_WQ, lba, dev, 0, 0, 0, 0, 0, op, wflag,
+			       o->wq_queued);
+}
+
 static __always_inline void file_submit(struct pt_regs *regs, u8 op)
 {
 	const struct kiocb *iocb = (const struct kiocb *)regs_get_kernel_argument(regs, 0);
 	const struct iov_iter *iter = (const struct iov_iter *)regs_get_kernel_argument(regs, 1);
-	u64 lba, since = 0, uptr, wq_queued = 0;
-	u16 iface = 0, path = 0;
+	struct submit_origin o;
+	u64 lba;
 	u32 dev;
 
 	if (unlikely(!READ_ONCE(nvmetrace_emitting)))
@@ -273,26 +339,8 @@ static __always_inline void file_submit(struct pt_regs *regs, u8 op)
 	    !nvmetrace_file_lba(iocb->ki_filp, iocb->ki_pos, &dev, &lba) ||
 	    !nvmetrace_sampled(lba))
 		return;
-	if (syscall_get_nr(current, task_pt_regs(current)) == __NR_io_submit) {
-		/* aio submits reads and writes only from io_submit() */
-		iface = NVMETRACE_IFACE_AIO;
-		since = submit_since();
-		uptr = is_aio_kiocb(iocb) ? aio_user_iocb(iocb) : 0;
-		if (uptr)
-			uiocb_put(uptr, lba, dev, op);
-	} else if (nvmetrace_uring_origin(iocb, &since, &path, &wq_queued)) {
-		iface = NVMETRACE_IFACE_URING;
-	} else if (!READ_ONCE(iocb->ki_complete) && sync_syscall()) {
-		/* a synchronous kiocb: the call returns when the I/O is done */
-		iface = NVMETRACE_IFACE_SYNC;
-		since = submit_since();
-	}
-	nvmetrace_emit(NVMETRACE_EV_FILE_SUBMIT, lba, dev, iov_iter_count(iter), 0, iface,
-		       path, 0, op, op == nvme_cmd_write ? NVMETRACE_REC_WRITE : 0,
-		       uaux(current->pid, since));
-	if (wq_queued)
-		nvmetrace_emit(NVMETRACE_EV_URING_WQ, lba, dev, 0, 0, 0, 0, 0, op,
-			       op == nvme_cmd_write ? NVMETRACE_REC_WRITE : 0, wq_queued);
+	submit_origin(iocb, lba, dev, op, false, 0, &o);
+	emit_file_submit(lba, dev, iov_iter_count(iter), op, 0, &o);
 }
 
 /* kprobes at blkdev_read_iter/blkdev_write_iter(struct kiocb *, struct iov_iter *) */
@@ -322,7 +370,11 @@ struct fs_task {
 	const struct task_struct *task;	/* owner; NULL while the fields change */
 	const struct kiocb *iocb;	/* the direct I/O the file system took last; NULL: tied */
 	const struct file *file;	/* its file */
-	u64 ts;				/* when */
+	u64 ts;				/* when (a buffered read: its filemap_read(); 0: not yet) */
+	/* a buffered read call that may miss the page cache; NULL: none, or tied */
+	const struct address_space *mapping;
+	pgoff_t first, last;		/* the pages it asked for */
+	u64 bcall;			/* its call's entry */
 	u64 call;			/* the synchronous call's entry (its sync_cmd's) */
 	u64 lba;			/* the call's sampled command */
 	u32 dev;
@@ -346,6 +398,7 @@ static __always_inline bool fs_task_claim(struct fs_task *t)
 	smp_wmb();	/* the owner cleared before the fields change */
 	if (!own) {
 		t->iocb = NULL;
+		t->mapping = NULL;
 		t->call = 0;
 	}
 	return own;
@@ -401,6 +454,45 @@ static int kp_fs_dio(struct kprobe *kp, struct pt_regs *regs)
 }
 
 /*
+ * ftrace hook at filemap_read(struct kiocb *iocb, ...): the page cache takes
+ * a buffered read.  Only for the read call whose entry found the page cache
+ * missing its pages (sync_entry()): when, for the stage up to its bio.
+ */
+static int kp_fs_read(struct kprobe *kp, struct pt_regs *regs)
+{
+	const struct kiocb *iocb = (const struct kiocb *)regs_get_kernel_argument(regs, 0);
+	struct fs_task *t = fs_task();
+
+	if (!fs_task_mine(t) || READ_ONCE(t->ts) ||
+	    READ_ONCE(t->mapping) != iocb->ki_filp->f_mapping)
+		return 0;
+	if (fs_task_claim(t))
+		t->ts = ktime_get_ns();
+	fs_task_publish(t);
+	return 0;
+}
+
+/*
+ * Whether a read bio fills the page cache of mapping at one of the pages
+ * first..last: its first folio's, locked by the read-ahead that queues it
+ * (a page-cache folio's mapping and index do not change while it is locked).
+ */
+static __always_inline bool fs_bio_fills(const struct bio *bio, const struct address_space *mapping,
+					 pgoff_t first, pgoff_t last)
+{
+	struct folio *folio;
+	pgoff_t index;
+
+	if (!bio->bi_vcnt)
+		return false;
+	folio = page_folio(bio->bi_io_vec[0].bv_page);
+	if (READ_ONCE(folio->mapping) != mapping)
+		return false;
+	index = READ_ONCE(folio->index);
+	return index <= last && index + folio_nr_pages(folio) > first;
+}
+
+/*
  * Whether bio is one of iocb's direct I/O: iomap's general path queues bios
  * whose bi_private is its struct iomap_dio, the kiocb its first member (6.1
  * to 7.3); the fast path of a small read (7.3 on) one bio that is a member
@@ -424,21 +516,58 @@ static __always_inline bool fs_bio_of(const struct bio *bio, const struct kiocb 
 }
 
 /*
+ * A buffered read's bio (the task's read call found its pages missing from
+ * the page cache at its entry): the first sampled one that fills one of the
+ * pages the call asked for is the miss the call waits for, FILE_SUBMIT with
+ * NVMETRACE_REC_FS | NVMETRACE_REC_PAGECACHE, len the nanoseconds since
+ * filemap_read() took the read (0: not seen), aux the call's entry; the
+ * command is kept for the call's return.  A bio of pages beyond them is
+ * read-ahead the call does not wait for: not tied.
+ */
+static __always_inline void fs_buffered_bio(struct fs_task *t, const struct bio *bio,
+					    const struct address_space *mapping, pgoff_t first,
+					    pgoff_t last, u64 bcall, u64 fs_ts, u64 lba, u32 dev)
+{
+	struct submit_origin o = { .iface = NVMETRACE_IFACE_SYNC };
+	u64 now;
+
+	if (!fs_bio_fills(bio, mapping, first, last) || !sync_syscall())
+		return;
+	o.call = nvmetrace_owned_ts_get(task_stash(), current);
+	if (!o.call || o.call != bcall)
+		return;
+	now = ktime_get_ns();
+	o.since = now > o.call ? now - o.call : 0;
+	if (fs_task_claim(t)) {
+		t->mapping = NULL;
+		t->call = o.call;
+		t->lba = lba;
+		t->dev = dev;
+		t->op = nvme_cmd_read;
+	}
+	fs_task_publish(t);
+	emit_file_submit(lba, dev, fs_ts && now > fs_ts ? (u32)min_t(u64, now - fs_ts, U32_MAX) : 0,
+			 nvme_cmd_read, NVMETRACE_REC_FS | NVMETRACE_REC_PAGECACHE, &o);
+}
+
+/*
  * block_bio_queue of a sampled bio (probes/blk.c), before its BIO_QUEUE: if
  * it is the first sampled bio of the direct I/O the file system took last in
  * this task (its bi_private is that I/O's struct iomap_dio, whose first
  * member is the kiocb), FILE_SUBMIT with NVMETRACE_REC_FS: its aux as for a
  * block device file, len the nanoseconds since the file system took it;
- * and the command is kept for its completion and reap.
+ * and the command is kept for its completion and reap.  Or the page-cache
+ * miss of the task's buffered read call (fs_buffered_bio()).
  */
 void nvmetrace_fs_bio(const struct bio *bio, u64 lba, u32 dev, u8 op)
 {
 	struct fs_task *t = fs_task();
+	const struct address_space *mapping;
 	const struct kiocb *iocb;
 	const struct file *file, *now_file;
-	u64 fs_ts, now, call = 0, since = 0, uptr, wq_queued = 0;
-	u16 iface = 0, path = 0;
-	u8 wflag = op == nvme_cmd_write ? NVMETRACE_REC_WRITE : 0;
+	struct submit_origin o;
+	u64 fs_ts, now, bcall;
+	pgoff_t first, last;
 
 	if (!in_task() || !fs_task_mine(t))
 		return;
@@ -446,9 +575,18 @@ void nvmetrace_fs_bio(const struct bio *bio, u64 lba, u32 dev, u8 op)
 	iocb = READ_ONCE(t->iocb);
 	file = READ_ONCE(t->file);
 	fs_ts = READ_ONCE(t->ts);
+	mapping = READ_ONCE(t->mapping);
+	first = READ_ONCE(t->first);
+	last = READ_ONCE(t->last);
+	bcall = READ_ONCE(t->bcall);
 	smp_rmb();	/* the fields, then the owner again */
-	if (!iocb || !fs_task_mine(t))
+	if (!fs_task_mine(t))
 		return;
+	if (!iocb) {
+		if (mapping && op == nvme_cmd_read)
+			fs_buffered_bio(t, bio, mapping, first, last, bcall, fs_ts, lba, dev);
+		return;
+	}
 	/*
 	 * The bio names the kiocb, and that kiocb is still the file's: a kiocb
 	 * of an I/O the file system took without a sampled bio may be used
@@ -460,37 +598,20 @@ void nvmetrace_fs_bio(const struct bio *bio, u64 lba, u32 dev, u8 op)
 	    now_file != file)
 		return;
 	now = ktime_get_ns();
-	if (syscall_get_nr(current, task_pt_regs(current)) == __NR_io_submit) {
-		iface = NVMETRACE_IFACE_AIO;
-		since = submit_since();
-		uptr = is_aio_kiocb(iocb) ? aio_user_iocb(iocb) : 0;
-		if (uptr)
-			uiocb_put(uptr, lba, dev, op);
-	} else if (nvmetrace_uring_origin(iocb, &since, &path, &wq_queued)) {
-		iface = NVMETRACE_IFACE_URING;
-		nvmetrace_uring_fs_keep(iocb, lba, dev, op);
-	} else if (!READ_ONCE(iocb->ki_complete) && sync_syscall()) {
-		iface = NVMETRACE_IFACE_SYNC;
-		call = nvmetrace_owned_ts_get(task_stash(), current);
-		since = call && now > call ? now - call : 0;
-	}
+	submit_origin(iocb, lba, dev, op, true, now, &o);
 	/* tied: the next bios of this I/O are not its first */
 	if (fs_task_claim(t)) {
 		t->iocb = NULL;
-		if (call) {
-			t->call = call;
+		if (o.call) {
+			t->call = o.call;
 			t->lba = lba;
 			t->dev = dev;
 			t->op = op;
 		}
 	}
 	fs_task_publish(t);
-	nvmetrace_emit(NVMETRACE_EV_FILE_SUBMIT, lba, dev,
-		       (u32)min_t(u64, now > fs_ts ? now - fs_ts : 0, U32_MAX), 0, iface, path, 0,
-		       op, wflag | NVMETRACE_REC_FS, uaux(current->pid, since));
-	if (wq_queued)
-		nvmetrace_emit(NVMETRACE_EV_URING_WQ, lba, dev, 0, 0, 0, 0, 0, op, wflag,
-			       wq_queued);
+	emit_file_submit(lba, dev, (u32)min_t(u64, now > fs_ts ? now - fs_ts : 0, U32_MAX), op,
+			 NVMETRACE_REC_FS, &o);
 }
 
 /*
@@ -518,6 +639,75 @@ static __always_inline bool fs_sync_cmd(u64 call, u64 *lba, u32 *dev, u8 *op)
 	return true;
 }
 
+/*
+ * Whether a page of mapping is in the page cache, read (up to date).  A
+ * lockless look-up (xa_load() under RCU), no reference taken: a folio
+ * freed meanwhile at worst gives the wrong answer, which loses a tie or
+ * probes one return for nothing.
+ */
+static __always_inline bool fs_page_cached(struct address_space *mapping, pgoff_t index)
+{
+	void *entry = xa_load(&mapping->i_pages, index);
+
+	return entry && !xa_is_value(entry) && folio_test_uptodate((struct folio *)entry);
+}
+
+/*
+ * A buffered read call's entry on a regular file of a traced disk: whether
+ * the page cache misses the first or the last page it asks for (count bytes
+ * at pos; for preadv/preadv2 the first iovec's).  If so the task's fs_task
+ * waits for the call's miss (fs_buffered_bio()), the call's return is probed.
+ */
+static __always_inline bool fs_read_misses(const struct pt_regs *uregs, struct file *file,
+					   loff_t pos, u64 *call)
+{
+	struct address_space *mapping = file->f_mapping;
+	size_t count = (size_t)uregs->dx;
+	pgoff_t first, last;
+	struct fs_task *t;
+
+	if (syscall_get_nr(current, task_pt_regs(current)) != __NR_pread64) {
+		struct iovec iov;
+
+		if (!uregs->dx ||
+		    copy_from_user_nofault(&iov, (const void __user *)uregs->si, sizeof(iov)))
+			return false;
+		count = iov.iov_len;
+	}
+	if (!count)
+		return false;
+	first = pos >> PAGE_SHIFT;
+	last = (pos + count - 1) >> PAGE_SHIFT;
+	if (fs_page_cached(mapping, first) && fs_page_cached(mapping, last))
+		return false;
+	*call = ktime_get_ns();
+	t = fs_task();
+	fs_task_claim(t);
+	t->iocb = NULL;
+	t->mapping = mapping;
+	t->first = first;
+	t->last = last;
+	t->bcall = *call;
+	t->ts = 0;
+	fs_task_publish(t);
+	return true;
+}
+
+/*
+ * A buffered read call returned without a tied bio (its pages came in
+ * meanwhile, or its bio was not sampled): no later bio of the task is its.
+ */
+static __always_inline void fs_read_done(u64 call)
+{
+	struct fs_task *t = fs_task();
+
+	if (!fs_task_mine(t) || !READ_ONCE(t->mapping) || READ_ONCE(t->bcall) != call)
+		return;
+	if (fs_task_claim(t))
+		t->mapping = NULL;
+	fs_task_publish(t);
+}
+
 /* a sampled synchronous command, kept by its call's kretprobe for the return */
 struct sync_cmd {
 	u64 lba;
@@ -533,7 +723,8 @@ struct sync_cmd {
  * whole position on 64 bits; -1 for preadv2/pwritev2: the file's own
  * position, not probed).  Probe the return (0) only for a sampled command
  * of an O_DIRECT block device, or for any O_DIRECT call on a regular file
- * whose file system is on a traced disk (its LBA is known only at its bio).
+ * whose file system is on a traced disk (its LBA is known only at its bio),
+ * or for a buffered read of such a file that misses the page cache.
  * The file is read under RCU without a reference: a descriptor closed
  * meanwhile at worst names another command, whose return then matches none.
  */
@@ -544,8 +735,9 @@ static __always_inline int sync_entry(struct kretprobe_instance *ri, struct pt_r
 	struct files_struct *files = current->files;
 	unsigned int fd = (unsigned int)uregs->di;
 	loff_t pos = (loff_t)uregs->r10;
-	const struct file *file;
+	struct file *file;
 	bool ok = false;
+	u64 call = 0;
 
 	if (unlikely(!READ_ONCE(nvmetrace_emitting)) || !files || pos < 0)
 		return 1;
@@ -559,12 +751,15 @@ static __always_inline int sync_entry(struct kretprobe_instance *ri, struct pt_r
 		else
 			ok = fs_file_dev(file, &sync->dev);
 		sync->fs = ok && !S_ISBLK(file_inode(file)->i_mode);
+	} else if (file && op == nvme_cmd_read && fs_file_dev(file, &sync->dev)) {
+		ok = fs_read_misses(uregs, file, pos, &call);
+		sync->fs = ok;
 	}
 	rcu_read_unlock();
 	if (!ok)
 		return 1;
 	sync->op = op;
-	sync->call = ktime_get_ns();
+	sync->call = call ? call : ktime_get_ns();
 	nvmetrace_owned_ts_set(task_stash(), current, sync->call);
 	return 0;
 }
@@ -590,8 +785,10 @@ static int krp_sync_return(struct kretprobe_instance *ri, struct pt_regs *regs)
 
 	if (unlikely(!READ_ONCE(nvmetrace_emitting)))
 		return 0;
-	if (sync->fs && !fs_sync_cmd(sync->call, &lba, &dev, &op))
+	if (sync->fs && !fs_sync_cmd(sync->call, &lba, &dev, &op)) {
+		fs_read_done(sync->call);
 		return 0;	/* no sampled bio of the file's I/O */
+	}
 	nvmetrace_emit(NVMETRACE_EV_SYNC_RETURN, lba, dev,
 		       ret > 0 ? (u32)min_t(long, ret, U32_MAX) : 0, 0, 0, 0, 0, op,
 		       op == nvme_cmd_write ? NVMETRACE_REC_WRITE : 0, uaux(current->pid, 0));
@@ -695,6 +892,8 @@ static struct nvmetrace_hook aio_hooks[] = {
 	  NULL, kp_aio_complete },
 	{ "__iomap_dio_rw", NULL, NVMETRACE_HOOK_FTRACE, NVMETRACE_ROLE_HOST,
 	  NULL, kp_fs_dio },
+	{ "filemap_read", NULL, NVMETRACE_HOOK_FTRACE, NVMETRACE_ROLE_HOST,
+	  NULL, kp_fs_read },
 #ifdef NVMETRACE_HAVE_IOMAP_DIO_READ_SIMPLE
 	/* the fast path of a small O_DIRECT read (compat.h) */
 	{ "__iomap_dio_read_simple", NULL, NVMETRACE_HOOK_FTRACE, NVMETRACE_ROLE_HOST,

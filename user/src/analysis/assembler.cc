@@ -432,9 +432,12 @@ void Assembler::attach_file_submit(Command& c, const Waiting& file, uint64_t bio
                         ? SubmitPath::aio
                         : SubmitPath::file;
     // a file on a file system: recorded at its bio, len is the time since the file system
-    // took it (NVMETRACE_REC_FS)
+    // took it (NVMETRACE_REC_FS), or for a buffered read's page-cache miss since the page
+    // cache took the read (with NVMETRACE_REC_PAGECACHE)
     if ((file.flags & NVMETRACE_REC_FS) && file.len && file.len <= file.ts)
-        set(NVMETRACE_EV_FS_SUBMIT, file.ts - file.len);
+        set((file.flags & NVMETRACE_REC_PAGECACHE) ? NVMETRACE_EV_PAGECACHE_READ
+                                                   : NVMETRACE_EV_FS_SUBMIT,
+            file.ts - file.len);
     uint64_t since = NVMETRACE_UAUX_HI(file.aux);
     if (since && since <= file.ts)
         set(uring  ? NVMETRACE_EV_URING_SUBMIT

@@ -78,6 +78,7 @@ inline constexpr StageDef kStages[] = {
     {"storage", StageColumn::storage, false},
     {"syscall and file submission (before the block layer)", StageColumn::host_user, false},
     {"file system: direct I/O (before the block layer)", StageColumn::host_user, false},
+    {"page cache: a read that missed (before the block layer)", StageColumn::host_user, false},
     {"completion to user space (wake-up, reap)", StageColumn::host_user, false},
     {"queued in io-wq", StageColumn::host_user, false},
 };
@@ -100,6 +101,11 @@ inline constexpr ComponentDef kComponents[] = {
     {"syscall: pread/pwrite entry to the file system", NVMETRACE_EV_SYNC_SUBMIT,
      NVMETRACE_EV_FS_SUBMIT, "syscall and file submission (before the block layer)",
      kHost | kJoined, 0},
+    // a buffered read that missed the page cache: from the call to the page cache, then the
+    // page cache (looking up, allocating the pages, the file system mapping them) to the bio
+    {"syscall: pread entry to the page cache", NVMETRACE_EV_SYNC_SUBMIT,
+     NVMETRACE_EV_PAGECACHE_READ, "syscall and file submission (before the block layer)",
+     kHost | kJoined, 0},
     {"syscall: pread/pwrite entry to the file", NVMETRACE_EV_SYNC_SUBMIT, NVMETRACE_EV_FILE_SUBMIT,
      "syscall and file submission (before the block layer)", kHost | kJoined, 0},
     // io_uring: the SQE taken, through io-wq when the inline issue would block
@@ -115,6 +121,9 @@ inline constexpr ComponentDef kComponents[] = {
      kHost | kJoined, 0},
     {"file system: direct I/O to the block layer", NVMETRACE_EV_FS_SUBMIT, NVMETRACE_EV_BIO_QUEUE,
      "file system: direct I/O (before the block layer)", kHost | kJoined, 0},
+    {"page cache: read miss to the block layer", NVMETRACE_EV_PAGECACHE_READ,
+     NVMETRACE_EV_BIO_QUEUE, "page cache: a read that missed (before the block layer)",
+     kHost | kJoined, 0},
     {"file submission to the block layer", NVMETRACE_EV_FILE_SUBMIT, NVMETRACE_EV_BIO_QUEUE,
      "syscall and file submission (before the block layer)", kHost | kJoined, 0},
     // io_uring's passthrough: no bio; its submission is recorded at the driver's setup
@@ -297,6 +306,7 @@ inline constexpr NamedId kStageIds[] = {
     {"storage", "storage"},
     {"syscall and file submission (before the block layer)", "host.user.submit"},
     {"file system: direct I/O (before the block layer)", "host.user.fs"},
+    {"page cache: a read that missed (before the block layer)", "host.user.pagecache"},
     {"completion to user space (wake-up, reap)", "host.user.complete"},
     {"queued in io-wq", "host.user.iowq"},
 };
@@ -312,6 +322,8 @@ inline constexpr NamedId kComponentIds[] = {
     {"syscall: pread/pwrite entry to the file system", "host.sync.to_fs"},
     {"io_uring: SQE taken to the file system", "host.uring.to_fs"},
     {"file system: direct I/O to the block layer", "host.fs.submit"},
+    {"syscall: pread entry to the page cache", "host.sync.to_pagecache"},
+    {"page cache: read miss to the block layer", "host.pagecache.submit"},
     {"passthrough submission to nvme_setup_cmd", "host.passthru.submit"},
     {"host block layer, submission", "host.block.submit"},
     {"host driver, submission", "host.driver.submit"},

@@ -96,6 +96,11 @@ inline constexpr EventDef kEvents[] = {
     // a file on a file system (O_DIRECT through iomap): its file system took the I/O (the
     // FILE_SUBMIT record with NVMETRACE_REC_FS, written at the bio, says when)
     {NVMETRACE_EV_FS_SUBMIT, "__iomap_dio_rw (file system direct I/O)", Side::host, 0, true},
+    // a buffered read of such a file that missed the page cache: the page cache took it (the
+    // FILE_SUBMIT record with NVMETRACE_REC_FS | NVMETRACE_REC_PAGECACHE, written at the bio
+    // that fills the pages the call asked for, says when)
+    {NVMETRACE_EV_PAGECACHE_READ, "filemap_read (page cache read that missed)", Side::host, 0,
+     true},
     // nvme-rdma host (kmod/probes/nvme_rdma.c)
     {NVMETRACE_EV_RDMA_POST_SEND, "nvme_rdma_post_send", Side::host, 4, true},
     {NVMETRACE_EV_RDMA_SEND_DONE, "nvme_rdma_send_done", Side::host, 5, true, false, true},

@@ -213,6 +213,7 @@ const std::map<uint16_t, std::string>& default_event_names() {
         {NVMETRACE_EV_SYNC_SUBMIT, "sync_submit"},
         {NVMETRACE_EV_SYNC_RETURN, "sync_return"},
         {NVMETRACE_EV_FS_SUBMIT, "fs_submit"},
+        {NVMETRACE_EV_PAGECACHE_READ, "pagecache_read"},
         {NVMETRACE_EV_TCP_CMD_SEND, "tcp_cmd_send"},
         {NVMETRACE_EV_TCP_H2C_SEND, "tcp_h2c_send"},
         {NVMETRACE_EV_TCP_R2T_RECV, "tcp_r2t_recv"},

@@ -542,6 +542,57 @@ TEST_F(AssemblerTest, FileOnAFileSystemFromTheCallThroughTheFileSystem) {
     EXPECT_EQ(lb.segments.front().name, "syscall: pread/pwrite entry to the file");
 }
 
+// A buffered read that missed the page cache: the file submission is recorded at the bio that
+// fills the pages the call asked for, flagged NVMETRACE_REC_FS | NVMETRACE_REC_PAGECACHE, its len
+// the time since the page cache took the read.  The command goes from the call's entry to the
+// page cache and from there to the bio, a stage of its own, and on to the call's return.
+TEST_F(AssemblerTest, ABufferedReadThatMissedThePageCacheFromTheCallToItsReturn) {
+    nvmetrace_rec file = host(NVMETRACE_EV_FILE_SUBMIT, 1'001'900, 0, 100, false, kNvme0n1, 0,
+                              2'400, uint64_t{42} | uint64_t{3'000} << 32);
+    file.cid = NVMETRACE_IFACE_SYNC;
+    file.flags |= NVMETRACE_REC_FS | NVMETRACE_REC_PAGECACHE;
+    std::vector<nvmetrace_rec> v{file};
+    for (const auto& r : host_command(1'002'000, 7, 100))
+        v.push_back(r);
+    v.push_back(host(NVMETRACE_EV_SYNC_RETURN, 1'058'000, 0, 100, false, kNvme0n1, 0, 4096, 42));
+    feed(v);
+    assembler.finish();
+    ASSERT_EQ(out.size(), 1u);
+    const Command& c = out[0];
+    EXPECT_EQ(c.submit_path, SubmitPath::sync);
+    EXPECT_EQ(c.at(slot(NVMETRACE_EV_SYNC_SUBMIT)), 998'900u);
+    EXPECT_EQ(c.at(slot(NVMETRACE_EV_PAGECACHE_READ)), 999'500u);
+    EXPECT_FALSE(c.has(slot(NVMETRACE_EV_FS_SUBMIT)));
+    Layout l = layout_for(View::host_only, c.present, kComponents);
+    EXPECT_TRUE(l.complete());
+    EXPECT_EQ(l.first_slot, slot(NVMETRACE_EV_SYNC_SUBMIT));
+    EXPECT_EQ(l.last_slot, slot(NVMETRACE_EV_SYNC_RETURN));
+    ASSERT_GE(l.segments.size(), 3u);
+    EXPECT_EQ(l.segments[0].name, "syscall: pread entry to the page cache");
+    EXPECT_EQ(l.segments[1].name, "page cache: read miss to the block layer");
+    EXPECT_EQ(l.segments[2].name, "host block layer, submission");
+    EXPECT_EQ(l.stages[l.segments[1].stage].name,
+              "page cache: a read that missed (before the block layer)");
+    EXPECT_EQ(component_id(l.segments[1].name), "host.pagecache.submit");
+    Span sp = span_of(l, c.submit_path, c.reap_unseen);
+    EXPECT_TRUE(sp.user_space);
+    EXPECT_EQ(sp.interface, "pread/pwrite");
+
+    // the page cache's time not seen (len 0): from the call to the bio, no page cache stage
+    out.clear();
+    nvmetrace_rec blind = file;
+    blind.len = 0;
+    blind.ts = 2'001'900;
+    blind.lba = 200;
+    std::vector<nvmetrace_rec> w{blind};
+    for (const auto& r : host_command(2'002'000, 8, 200))
+        w.push_back(r);
+    feed(w);
+    assembler.finish();
+    ASSERT_EQ(out.size(), 1u);
+    EXPECT_FALSE(out[0].has(slot(NVMETRACE_EV_PAGECACHE_READ)));
+}
+
 TEST_F(AssemblerTest, IoUringReapFromTheRingIsWhereTheKernelSawIt) {
     std::vector<nvmetrace_rec> v{uring_file(1'000'000, 100, 0, 900)};
     for (const auto& r : host_command(1'002'000, 7, 100))

@@ -146,6 +146,14 @@ enum nvmetrace_event {
 	 * the command's bio, says when (its len)
 	 */
 	NVMETRACE_EV_FS_SUBMIT		= 27,
+	/*
+	 * A buffered read of such a file whose pages the page cache missed
+	 * (pread64, preadv, preadv2): the page cache took it (filemap_read).
+	 * Never a record of its own: the FILE_SUBMIT with NVMETRACE_REC_FS |
+	 * NVMETRACE_REC_PAGECACHE, written at the bio that fills the pages the
+	 * call asked for, says when (its len; 0: not seen)
+	 */
+	NVMETRACE_EV_PAGECACHE_READ	= 28,
 
 	/* target: nvmet core and its block backend */
 	NVMETRACE_EV_NVMET_INIT		= 32,	/* nvmet_req_init */
@@ -225,6 +233,12 @@ enum nvmetrace_event {
  * took the I/O (NVMETRACE_EV_FS_SUBMIT; saturated at 2^32 - 1), not bytes
  */
 #define NVMETRACE_REC_FS		(1u << 6)
+/*
+ * with NVMETRACE_REC_FS: the FILE_SUBMIT of a buffered read's page-cache
+ * miss, len the nanoseconds since the page cache took the read
+ * (NVMETRACE_EV_PAGECACHE_READ), not since a file system's direct I/O
+ */
+#define NVMETRACE_REC_PAGECACHE		(1u << 7)
 
 /*
  * aux of NVMETRACE_EV_TCP_C2H_RECV: the PDU's data offset in the low 32 bits,
