@@ -90,6 +90,11 @@
  *    for: FILE_SUBMIT, flagged NVMETRACE_REC_FS | NVMETRACE_REC_PAGECACHE,
  *    len the time since filemap_read(); SYNC_RETURN at the return.  Bios of
  *    other pages (read-ahead) are not the call's.
+ *  - an aio or io_uring buffered read of such a file: filemap_read()'s hook
+ *    itself looks its first and last page up, and keeps its kiocb; the bio
+ *    that fills one of them, queued while that request is the task's
+ *    (io_submit() reads inline; io_uring's task or io-wq worker), is tied as
+ *    a direct I/O's is, and ends at aio_complete_rw or the CQE.
  *
  * The LBA of FILE_SUBMIT and AIO_COMPLETE is the file position in the whole
  * disk's logical blocks, the number block_bio_queue samples by, so they pick
@@ -374,7 +379,8 @@ struct fs_task {
 	/* a buffered read call that may miss the page cache; NULL: none, or tied */
 	const struct address_space *mapping;
 	pgoff_t first, last;		/* the pages it asked for */
-	u64 bcall;			/* its call's entry */
+	u64 bcall;			/* a synchronous call's entry */
+	const struct kiocb *biocb;	/* or an aio or io_uring read's kiocb */
 	u64 call;			/* the synchronous call's entry (its sync_cmd's) */
 	u64 lba;			/* the call's sampled command */
 	u32 dev;
@@ -399,6 +405,7 @@ static __always_inline bool fs_task_claim(struct fs_task *t)
 	if (!own) {
 		t->iocb = NULL;
 		t->mapping = NULL;
+		t->biocb = NULL;
 		t->call = 0;
 	}
 	return own;
@@ -431,6 +438,33 @@ static __always_inline bool fs_file_dev(const struct file *file, u32 *dev)
 }
 
 /*
+ * Whether a page of mapping is in the page cache, read (up to date).  A
+ * lockless look-up (xa_load() under RCU), no reference taken: a folio
+ * freed meanwhile at worst gives the wrong answer, which loses a tie or
+ * probes one return for nothing.
+ */
+static __always_inline bool fs_page_cached(struct address_space *mapping, pgoff_t index)
+{
+	void *entry = xa_load(&mapping->i_pages, index);
+
+	return entry && !xa_is_value(entry) && folio_test_uptodate((struct folio *)entry);
+}
+
+/*
+ * Whether the page cache misses the first or the last page of count bytes
+ * at pos: those pages, in *first and *last.
+ */
+static __always_inline bool fs_misses(struct address_space *mapping, loff_t pos, size_t count,
+				      pgoff_t *first, pgoff_t *last)
+{
+	if (!count || pos < 0)
+		return false;
+	*first = pos >> PAGE_SHIFT;
+	*last = (pos + count - 1) >> PAGE_SHIFT;
+	return !fs_page_cached(mapping, *first) || !fs_page_cached(mapping, *last);
+}
+
+/*
  * ftrace hooks at __iomap_dio_rw(struct kiocb *iocb, struct iov_iter *iter,
  * ...) and __iomap_dio_read_simple(struct kiocb *iocb, ...): a file's direct
  * I/O as its file system hands it to iomap (the second, 7.3 on, after the
@@ -454,20 +488,55 @@ static int kp_fs_dio(struct kprobe *kp, struct pt_regs *regs)
 }
 
 /*
- * ftrace hook at filemap_read(struct kiocb *iocb, ...): the page cache takes
- * a buffered read.  Only for the read call whose entry found the page cache
- * missing its pages (sync_entry()): when, for the stage up to its bio.
+ * ftrace hook at filemap_read(struct kiocb *iocb, struct iov_iter *iter,
+ * ...): the page cache takes a buffered read.  For the synchronous call whose
+ * entry found the page cache missing its pages (sync_entry()): when.  For an
+ * aio or io_uring read of a regular file on a traced disk (its kiocb has a
+ * completion; io_submit() reads inline, io_uring from the submitting task or
+ * an io-wq worker): if the page cache misses its first or last page, the
+ * read's kiocb, pages and time are kept for its bio.
  */
 static int kp_fs_read(struct kprobe *kp, struct pt_regs *regs)
 {
 	const struct kiocb *iocb = (const struct kiocb *)regs_get_kernel_argument(regs, 0);
+	const struct iov_iter *iter = (const struct iov_iter *)regs_get_kernel_argument(regs, 1);
+	struct file *file = iocb->ki_filp;
 	struct fs_task *t = fs_task();
+	pgoff_t first, last;
+	u32 dev;
 
-	if (!fs_task_mine(t) || READ_ONCE(t->ts) ||
-	    READ_ONCE(t->mapping) != iocb->ki_filp->f_mapping)
+	if (unlikely(!READ_ONCE(nvmetrace_emitting)))
 		return 0;
-	if (fs_task_claim(t))
-		t->ts = ktime_get_ns();
+	if (!READ_ONCE(iocb->ki_complete)) {
+		/* a synchronous read: set up at its call's entry, if at all */
+		if (!fs_task_mine(t) || READ_ONCE(t->ts) || READ_ONCE(t->biocb) ||
+		    READ_ONCE(t->mapping) != file->f_mapping)
+			return 0;
+		if (fs_task_claim(t))
+			t->ts = ktime_get_ns();
+		fs_task_publish(t);
+		return 0;
+	}
+	if (!fs_file_dev(file, &dev))
+		return 0;
+	if (!fs_misses(file->f_mapping, iocb->ki_pos, iov_iter_count(iter), &first, &last)) {
+		/* a hit: a read of the task's kept earlier that was never tied is over */
+		if (fs_task_mine(t) && READ_ONCE(t->biocb)) {
+			if (fs_task_claim(t))
+				t->mapping = NULL;
+			t->biocb = NULL;
+			fs_task_publish(t);
+		}
+		return 0;
+	}
+	fs_task_claim(t);
+	t->iocb = NULL;
+	t->mapping = file->f_mapping;
+	t->first = first;
+	t->last = last;
+	t->bcall = 0;
+	t->biocb = iocb;
+	t->ts = ktime_get_ns();
 	fs_task_publish(t);
 	return 0;
 }
@@ -526,24 +595,42 @@ static __always_inline bool fs_bio_of(const struct bio *bio, const struct kiocb 
  */
 static __always_inline void fs_buffered_bio(struct fs_task *t, const struct bio *bio,
 					    const struct address_space *mapping, pgoff_t first,
-					    pgoff_t last, u64 bcall, u64 fs_ts, u64 lba, u32 dev)
+					    pgoff_t last, u64 bcall, const struct kiocb *biocb,
+					    u64 fs_ts, u64 lba, u32 dev)
 {
 	struct submit_origin o = { .iface = NVMETRACE_IFACE_SYNC };
 	u64 now;
 
-	if (!fs_bio_fills(bio, mapping, first, last) || !sync_syscall())
+	if (!fs_bio_fills(bio, mapping, first, last))
 		return;
-	o.call = nvmetrace_owned_ts_get(task_stash(), current);
-	if (!o.call || o.call != bcall)
-		return;
-	now = ktime_get_ns();
-	o.since = now > o.call ? now - o.call : 0;
+	if (biocb) {
+		/*
+		 * an aio or io_uring read, queued by its own filemap_read():
+		 * io_submit() reads inline, io_uring from the task that took the
+		 * request or the io-wq worker that has it
+		 */
+		now = ktime_get_ns();
+		submit_origin(biocb, lba, dev, nvme_cmd_read, true, now, &o);
+		if (o.iface != NVMETRACE_IFACE_AIO && o.iface != NVMETRACE_IFACE_URING)
+			return;
+	} else {
+		if (!sync_syscall())
+			return;
+		o.call = nvmetrace_owned_ts_get(task_stash(), current);
+		if (!o.call || o.call != bcall)
+			return;
+		now = ktime_get_ns();
+		o.since = now > o.call ? now - o.call : 0;
+	}
 	if (fs_task_claim(t)) {
 		t->mapping = NULL;
-		t->call = o.call;
-		t->lba = lba;
-		t->dev = dev;
-		t->op = nvme_cmd_read;
+		t->biocb = NULL;
+		if (!biocb) {
+			t->call = o.call;
+			t->lba = lba;
+			t->dev = dev;
+			t->op = nvme_cmd_read;
+		}
 	}
 	fs_task_publish(t);
 	emit_file_submit(lba, dev, fs_ts && now > fs_ts ? (u32)min_t(u64, now - fs_ts, U32_MAX) : 0,
@@ -563,7 +650,7 @@ void nvmetrace_fs_bio(const struct bio *bio, u64 lba, u32 dev, u8 op)
 {
 	struct fs_task *t = fs_task();
 	const struct address_space *mapping;
-	const struct kiocb *iocb;
+	const struct kiocb *iocb, *biocb;
 	const struct file *file, *now_file;
 	struct submit_origin o;
 	u64 fs_ts, now, bcall;
@@ -579,12 +666,14 @@ void nvmetrace_fs_bio(const struct bio *bio, u64 lba, u32 dev, u8 op)
 	first = READ_ONCE(t->first);
 	last = READ_ONCE(t->last);
 	bcall = READ_ONCE(t->bcall);
+	biocb = READ_ONCE(t->biocb);
 	smp_rmb();	/* the fields, then the owner again */
 	if (!fs_task_mine(t))
 		return;
 	if (!iocb) {
 		if (mapping && op == nvme_cmd_read)
-			fs_buffered_bio(t, bio, mapping, first, last, bcall, fs_ts, lba, dev);
+			fs_buffered_bio(t, bio, mapping, first, last, bcall, biocb, fs_ts,
+					lba, dev);
 		return;
 	}
 	/*
@@ -640,19 +729,6 @@ static __always_inline bool fs_sync_cmd(u64 call, u64 *lba, u32 *dev, u8 *op)
 }
 
 /*
- * Whether a page of mapping is in the page cache, read (up to date).  A
- * lockless look-up (xa_load() under RCU), no reference taken: a folio
- * freed meanwhile at worst gives the wrong answer, which loses a tie or
- * probes one return for nothing.
- */
-static __always_inline bool fs_page_cached(struct address_space *mapping, pgoff_t index)
-{
-	void *entry = xa_load(&mapping->i_pages, index);
-
-	return entry && !xa_is_value(entry) && folio_test_uptodate((struct folio *)entry);
-}
-
-/*
  * A buffered read call's entry on a regular file of a traced disk: whether
  * the page cache misses the first or the last page it asks for (count bytes
  * at pos; for preadv/preadv2 the first iovec's).  If so the task's fs_task
@@ -674,11 +750,7 @@ static __always_inline bool fs_read_misses(const struct pt_regs *uregs, struct f
 			return false;
 		count = iov.iov_len;
 	}
-	if (!count)
-		return false;
-	first = pos >> PAGE_SHIFT;
-	last = (pos + count - 1) >> PAGE_SHIFT;
-	if (fs_page_cached(mapping, first) && fs_page_cached(mapping, last))
+	if (!fs_misses(mapping, pos, count, &first, &last))
 		return false;
 	*call = ktime_get_ns();
 	t = fs_task();
@@ -688,6 +760,7 @@ static __always_inline bool fs_read_misses(const struct pt_regs *uregs, struct f
 	t->first = first;
 	t->last = last;
 	t->bcall = *call;
+	t->biocb = NULL;
 	t->ts = 0;
 	fs_task_publish(t);
 	return true;
@@ -806,13 +879,16 @@ static int kp_aio_complete(struct kprobe *kp, struct pt_regs *regs)
 	u32 dev;
 	u8 op;
 
-	if (unlikely(!READ_ONCE(nvmetrace_emitting)) || !(iocb->ki_flags & IOCB_DIRECT))
+	if (unlikely(!READ_ONCE(nvmetrace_emitting)))
 		return 0;
 	op = (iocb->ki_flags & IOCB_WRITE) ? nvme_cmd_write : nvme_cmd_read;
 	if (!S_ISBLK(file_inode(file)->i_mode)) {
 		u64 uptr;
 
-		/* a file's: the command its first sampled bio tied to its iocb */
+		/*
+		 * a file's (direct I/O, or a buffered read that missed): the
+		 * command its first sampled bio tied to its iocb
+		 */
 		if (atomic_read(&uiocbs_live.n) <= 0 || !is_aio_kiocb(iocb))
 			return 0;
 		uptr = aio_user_iocb(iocb);
@@ -820,6 +896,8 @@ static int kp_aio_complete(struct kprobe *kp, struct pt_regs *regs)
 			return 0;
 		goto posted;
 	}
+	if (!(iocb->ki_flags & IOCB_DIRECT))
+		return 0;
 	if (res > 0)
 		pos -= res;	/* the block device advanced ki_pos by the result */
 	if (!nvmetrace_file_lba(file, pos, &dev, &lba) || !nvmetrace_sampled(lba))

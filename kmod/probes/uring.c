@@ -429,14 +429,19 @@ static void probe_complete(void *data, void *ctxp, void *reqp)
 	if (!uring_is_rw(opcode))
 		return;
 	file = iocb->ki_filp;
-	if (!file || !(iocb->ki_flags & IOCB_DIRECT))
+	if (!file)
 		return;
 	if (!S_ISBLK(file_inode(file)->i_mode)) {
-		/* a file's: the command its first sampled bio kept by the request */
+		/*
+		 * a file's (direct I/O, or a buffered read that missed): the
+		 * command its first sampled bio kept by the request
+		 */
 		if (!S_ISREG(file_inode(file)->i_mode) || !uring_pt_done(req, &lba, &dev, &op))
 			return;
 		goto posted;
 	}
+	if (!(iocb->ki_flags & IOCB_DIRECT))
+		return;
 	pos = iocb->ki_pos;
 	if (res > 0)
 		pos -= res;	/* the block device advanced ki_pos by the result */

@@ -591,6 +591,26 @@ TEST_F(AssemblerTest, ABufferedReadThatMissedThePageCacheFromTheCallToItsReturn)
     assembler.finish();
     ASSERT_EQ(out.size(), 1u);
     EXPECT_FALSE(out[0].has(slot(NVMETRACE_EV_PAGECACHE_READ)));
+
+    // an io_uring read's miss: from the SQE taken to the page cache
+    out.clear();
+    nvmetrace_rec uring = file;
+    uring.cid = NVMETRACE_IFACE_URING;
+    uring.ts = 3'001'900;
+    uring.lba = 300;
+    std::vector<nvmetrace_rec> u{uring};
+    for (const auto& r : host_command(3'002'000, 9, 300))
+        u.push_back(r);
+    feed(u);
+    assembler.finish();
+    ASSERT_EQ(out.size(), 1u);
+    EXPECT_EQ(out[0].submit_path, SubmitPath::uring);
+    EXPECT_EQ(out[0].at(slot(NVMETRACE_EV_URING_SUBMIT)), 2'998'900u);
+    EXPECT_EQ(out[0].at(slot(NVMETRACE_EV_PAGECACHE_READ)), 2'999'500u);
+    Layout lu = layout_for(View::host_only, out[0].present, kComponents);
+    ASSERT_GE(lu.segments.size(), 2u);
+    EXPECT_EQ(lu.segments[0].name, "io_uring: SQE taken to the page cache");
+    EXPECT_EQ(lu.segments[1].name, "page cache: read miss to the block layer");
 }
 
 TEST_F(AssemblerTest, IoUringReapFromTheRingIsWhereTheKernelSawIt) {
