@@ -148,7 +148,8 @@ enum nvmetrace_event {
 	NVMETRACE_EV_FS_SUBMIT		= 27,
 	/*
 	 * A buffered read of such a file whose pages the page cache missed
-	 * (pread64, preadv, preadv2): the page cache took it (filemap_read).
+	 * (pread64, preadv, preadv2, aio, io_uring): the page cache took it
+	 * (filemap_read).
 	 * Never a record of its own: the FILE_SUBMIT with NVMETRACE_REC_FS |
 	 * NVMETRACE_REC_PAGECACHE, written at the bio that fills the pages the
 	 * call asked for, says when (its len; 0: not seen)
