@@ -489,20 +489,33 @@ TEST_F(AssemblerTest, SynchronousReadFromTheCallToItsReturn) {
     EXPECT_EQ(assembler.in_flight(), 0u);
 }
 
+// A file's FILE_SUBMIT as the module writes it at the command's bio (LBA 100, 100 ns before
+// the bio at 1'002'000): a synchronous call's, its entry 3 us before, len the ns since the file
+// system or the page cache took the I/O.
+nvmetrace_rec file_submit_at_bio(uint32_t len, uint8_t flags) {
+    nvmetrace_rec file = host(NVMETRACE_EV_FILE_SUBMIT, 1'001'900, 0, 100, false, kNvme0n1, 0, len,
+                              uint64_t{42} | uint64_t{3'000} << 32);
+    file.cid = NVMETRACE_IFACE_SYNC;
+    file.flags |= flags;
+    return file;
+}
+
+// file, the block-layer command of its bio and the call's return
+std::vector<nvmetrace_rec> sync_file_command(const nvmetrace_rec& file) {
+    std::vector<nvmetrace_rec> v{file};
+    for (const auto& r : host_command(1'002'000, 7, 100))
+        v.push_back(r);
+    v.push_back(host(NVMETRACE_EV_SYNC_RETURN, 1'058'000, 0, 100, false, kNvme0n1, 0, 4096, 42));
+    return v;
+}
+
 // A file on a file system (O_DIRECT through iomap): the file submission is recorded at the
 // command's bio with NVMETRACE_REC_FS, its len the time since the file system took the I/O.
 // The command goes from the call's entry to the file system (FS_SUBMIT) and from there to the
 // bio; the record's own time (a moment before the bio) is no boundary of its own.
 TEST_F(AssemblerTest, FileOnAFileSystemFromTheCallThroughTheFileSystem) {
-    nvmetrace_rec file = host(NVMETRACE_EV_FILE_SUBMIT, 1'001'900, 0, 100, false, kNvme0n1, 0,
-                              1'200, uint64_t{42} | uint64_t{3'000} << 32);
-    file.cid = NVMETRACE_IFACE_SYNC;
-    file.flags |= NVMETRACE_REC_FS;
-    std::vector<nvmetrace_rec> v{file};
-    for (const auto& r : host_command(1'002'000, 7, 100))
-        v.push_back(r);
-    v.push_back(host(NVMETRACE_EV_SYNC_RETURN, 1'058'000, 0, 100, false, kNvme0n1, 0, 4096, 42));
-    feed(v);
+    nvmetrace_rec file = file_submit_at_bio(1'200, NVMETRACE_REC_FS);
+    feed(sync_file_command(file));
     assembler.finish();
     ASSERT_EQ(out.size(), 1u);
     const Command& c = out[0];
@@ -547,15 +560,8 @@ TEST_F(AssemblerTest, FileOnAFileSystemFromTheCallThroughTheFileSystem) {
 // the time since the page cache took the read.  The command goes from the call's entry to the
 // page cache and from there to the bio, a stage of its own, and on to the call's return.
 TEST_F(AssemblerTest, ABufferedReadThatMissedThePageCacheFromTheCallToItsReturn) {
-    nvmetrace_rec file = host(NVMETRACE_EV_FILE_SUBMIT, 1'001'900, 0, 100, false, kNvme0n1, 0,
-                              2'400, uint64_t{42} | uint64_t{3'000} << 32);
-    file.cid = NVMETRACE_IFACE_SYNC;
-    file.flags |= NVMETRACE_REC_FS | NVMETRACE_REC_PAGECACHE;
-    std::vector<nvmetrace_rec> v{file};
-    for (const auto& r : host_command(1'002'000, 7, 100))
-        v.push_back(r);
-    v.push_back(host(NVMETRACE_EV_SYNC_RETURN, 1'058'000, 0, 100, false, kNvme0n1, 0, 4096, 42));
-    feed(v);
+    nvmetrace_rec file = file_submit_at_bio(2'400, NVMETRACE_REC_FS | NVMETRACE_REC_PAGECACHE);
+    feed(sync_file_command(file));
     assembler.finish();
     ASSERT_EQ(out.size(), 1u);
     const Command& c = out[0];
