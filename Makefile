@@ -17,7 +17,8 @@
 #                     (tests/check-debug --kcsan; builds the kernel when absent)
 #   make kcsan-kernel build that kernel into the cache (once)
 #   make bench        overhead and speed benchmarks (ratios measured side by side):
-#                     tools/bench (tracing overhead), tools/bench-io (nvmetrace bench vs fio),
+#                     tools/bench (tracing overhead on 6.12 and 7.2, libaio and io_uring, QD 1
+#                     and 32, beside ftrace and bpftrace), tools/bench-io (nvmetrace bench vs fio),
 #                     then bench-record and bench-join, and the cost of SPDK's trace ring
 #                     (tools/spdk trace-cost)
 #   make bench-record recorder cost per record on this machine (tools/bench-record:

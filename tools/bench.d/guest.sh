@@ -1,9 +1,9 @@
 #!/bin/bash
 # tools/bench.d/guest.sh — guest half of tools/bench (run by `tools/lane exec`).
 #
-#   guest.sh MODE SECONDS RAMP ROUNDS "QDS" "CASES" [ENGINE]
+#   guest.sh MODE SECONDS RAMP ROUNDS "QDS" "CASES" ["ENGINES"]
 #
-# ENGINE micro (tools/bench --micro): no fio; per round and case, tests/hookloop's system calls
+# ENGINES micro (tools/bench --micro): no fio; per round and case, tests/hookloop's system calls
 # in a loop (micro_run), into $RESULTS/micro.csv.
 #
 # One guest, one nvme-tcp loopback namespace on null_blk; every case runs in the same guest,
@@ -29,14 +29,14 @@
 #            command's start kept in a map, one line per command and layer at its
 #            completion, into a file on the guest's tmpfs (module not loaded)  (f)
 #   bpftrace-ev  the same tracepoints, every event printed (perevent.bt)  (g)
-# Per (round, case, QD) one fio run: randread 4k direct with fio's ENGINE (libaio unless
-# given; psync and pvsync2 ignore the QD), time_based SECONDS after
+# Per (round, case, engine, QD) one fio run: randread 4k direct with each of fio's ENGINES
+# (libaio unless given; psync and pvsync2 run at QD 1 only), time_based SECONDS after
 # RAMP seconds of ramp. A recording is started before and stopped after each fio run, its
 # file goes to the guest's tmpfs (not to the 9p results share) and is deleted.
 # Output: $RESULTS/raw.csv (one row per fio run) and $RESULTS/guest.meta; fio JSON and the
 # recorder's output per run under $RESULTS/runs/.
 . "$NVMETRACE_SRC/tests/guest/lib.sh"
-MODE=$1 SECONDS_RUN=$2 RAMP=$3 ROUNDS=$4 QDS=$5 CASES=$6 ENGINE=${7:-libaio}
+MODE=$1 SECONDS_RUN=$2 RAMP=$3 ROUNDS=$4 QDS=$5 CASES=$6 ENGINES=${7:-libaio}
 need_ko
 need_bin
 # private copies: the lane may rebuild build/kmod-<release>/ and build/user/ (another run,
@@ -80,7 +80,7 @@ insmod "$KO" || fail "insmod $KO failed"
 	echo "fio=$(fio --version)"
 } >"$RESULTS/guest.meta"
 rmmod nvmetrace || fail "rmmod nvmetrace failed"
-echo "mode,round,case,qd,iops,ios,lat_mean_ns,runtime_ms,records,lost,win_ios,win_ns,win_tool_ns" >"$CSV"
+echo "mode,round,case,engine,qd,iops,ios,lat_mean_ns,runtime_ms,records,lost,win_ios,win_ns,win_tool_ns" >"$CSV"
 
 loaded() { [ -d /sys/module/nvmetrace ]; }
 # the module a case runs: the base one for a -base case; swapped when the other is loaded
@@ -224,15 +224,15 @@ case_stop() {
 	esac
 }
 
-# one_run ROUND CASE QD
+# one_run ROUND CASE ENGINE QD
 one_run() {
-	local round=$1 c=$2 qd=$3 n name
+	local round=$1 c=$2 engine=$3 qd=$4 n name
 	local d0 u0 c0 d1 u1 c1
-	case_start "$round" "$c" "-qd$qd"
+	case_start "$round" "$c" "-$engine-qd$qd"
 	name=$NAME
 	sample
 	d0=$S_READS
-	run_fio_bg "runs/$name" --filename="/dev/$dev" --ioengine="$ENGINE" --direct=1 --rw=randread --bs=4k \
+	run_fio_bg "runs/$name" --filename="/dev/$dev" --ioengine="$engine" --direct=1 --rw=randread --bs=4k \
 		--iodepth="$qd" --time_based --runtime="$SECONDS_RUN" --ramp_time="$RAMP"
 	n=0
 	while sample && [ "$S_READS" = "$d0" ]; do
@@ -247,7 +247,7 @@ one_run() {
 	case_stop "$c"
 	fio_check "runs/$name"
 	# window: reads completed, guest ns, recorder CPU ns
-	fio_json "runs/$name" | jq -r --arg pre "$MODE,$round,$c,$qd" --arg recs "$RECS" --arg lost "$LOST" \
+	fio_json "runs/$name" | jq -r --arg pre "$MODE,$round,$c,$engine,$qd" --arg recs "$RECS" --arg lost "$LOST" \
 		--arg win "$((d1 - d0)),$((u1 - u0)),$((c1 - c0))" \
 		'.jobs[0] | "\($pre),\(.read.iops),\(.read.total_ios),\(.read.lat_ns.mean),\(.read.runtime),\($recs),\($lost),\($win)"' >>"$CSV"
 }
@@ -258,7 +258,7 @@ one_run() {
 micro_run() {
 	local round=$1 c=$2 k line
 	case_start "$round" "$c" "-micro"
-	for k in getppid io_submit io_getevents pread uring_nop; do
+	for k in getppid io_submit io_getevents pread uring_nop uring_submit; do
 		line=$("$HOOKLOOP" "$k" "$HOOKLOOP_CALLS") || fail "$NAME: hookloop $k failed"
 		log "$NAME: $line"
 		echo "$MODE,$round,$c,${line// /,}" >>"$RESULTS/micro.csv"
@@ -266,7 +266,7 @@ micro_run() {
 	case_stop "$c"
 }
 
-if [ "$ENGINE" = micro ]; then
+if [ "$ENGINES" = micro ]; then
 	HOOKLOOP=$(dirname "$NVMETRACE_BIN")/tests/hookloop HOOKLOOP_CALLS=${HOOKLOOP_CALLS:-20000}
 	[ -x "$HOOKLOOP" ] || fail "no $HOOKLOOP (build the tool's tests)"
 	echo "mode,round,case,kind,calls,ns_per_call" >"$RESULTS/micro.csv"
@@ -276,7 +276,11 @@ if [ "$ENGINE" = micro ]; then
 else
 	for round in $(seq 1 "$ROUNDS"); do
 		for c in $CASES; do
-			for qd in $QDS; do one_run "$round" "$c" "$qd"; done
+			for engine in $ENGINES; do
+				qds=$QDS
+				case $engine in psync|pvsync2) qds=1 ;; esac	# one I/O at a time
+				for qd in $qds; do one_run "$round" "$c" "$engine" "$qd"; done
+			done
 		done
 	done
 fi
