@@ -72,7 +72,11 @@
  * io_uring_enter() return (or the posting, if later: the task was in the
  * kernel until then, and a CQE cannot be taken before it is posted) and this
  * entry.  URING_REAP then carries NVMETRACE_URING_REAP_RING, its time is the
- * entry and its len the width of that window.  Another thread of the process
+ * entry and its len the width of that window.  The return of a call that
+ * waits for no CQE is probed only while a sampled CQE is pending (not per
+ * command at QD 1, where fio's submissions are such calls), so a CQE that
+ * such a call posts has its window from its posting, a little wider.
+ * Another thread of the process
  * could take the CQE from the ring while the task is in the kernel; that
  * window would then start too late (the threads share the ring's memory, not
  * our view of it).
@@ -557,7 +561,6 @@ static void uring_look(void)
 struct uring_enter {
 	u64 ts;
 	u32 min_complete;	/* with GETEVENTS: its return hands that many CQEs to a waiter */
-	bool getevents;
 };
 
 static int krp_enter_entry(struct kretprobe_instance *ri, struct pt_regs *regs)
@@ -576,17 +579,21 @@ static int krp_enter_entry(struct kretprobe_instance *ri, struct pt_regs *regs)
 	 * The fourth system call argument is in r10 (rcx is the return
 	 * address), the third is min_complete: a call for none only submits.
 	 */
-	e->getevents = uregs->r10 & IORING_ENTER_GETEVENTS;
-	e->min_complete = e->getevents ? (u32)uregs->dx : 0;
+	e->min_complete = (uregs->r10 & IORING_ENTER_GETEVENTS) ? (u32)uregs->dx : 0;
 	pending = atomic_read(&uring_pend_live.n) > 0;
 	if (pending)
 		uring_look();
 	/*
-	 * The return: a waiter's CQEs are mostly posted while it waits; a call
-	 * with GETEVENTS runs the task work that posts CQEs; and with CQEs
-	 * pending, the task's return starts their window in the ring.
+	 * The return: a waiter's CQEs (min_complete > 0) are mostly posted
+	 * while it waits, and their reap is this return; with CQEs pending, the
+	 * task's return starts their window in the ring.  Not for a call that
+	 * waits for none while no CQE is pending (fio's submission, with
+	 * GETEVENTS and min_complete 0; one a command at QD 1): a sampled CQE
+	 * its task work posts is taken from the ring, after this return, and
+	 * its window starts when it was posted instead, a little wider; its
+	 * reap, the task's next io_uring_enter() entry, is the same.
 	 */
-	return e->getevents || pending ? 0 : 1;
+	return e->min_complete || pending ? 0 : 1;
 }
 
 static int krp_enter_return(struct kretprobe_instance *ri, struct pt_regs *regs)

@@ -12,6 +12,10 @@
 //   uring_nop   one IORING_OP_NOP submitted and waited for in one io_uring_enter(): the
 //               __x64_sys_io_uring_enter kretprobe (entry and, with GETEVENTS, return) and the
 //               io_uring_complete tracepoint of its CQE
+//   uring_submit one IORING_OP_NOP submitted by an io_uring_enter() with GETEVENTS that waits
+//               for none (as fio commits its SQEs), its CQE then taken from the mapped ring:
+//               the kretprobe's entry (its return only while a sampled CQE is pending) and the
+//               tracepoint
 //
 // usage: hookloop KIND CALLS [REPEATS]
 // prints "KIND CALLS ns_per_call" with ns_per_call the least over REPEATS (default 5) loops of
@@ -39,7 +43,9 @@ using nvmetrace::test::now_ns;
 
 int usage() {
     std::fprintf(
-        stderr, "usage: hookloop getppid|io_submit|io_getevents|pread|uring_nop CALLS [REPEATS]\n");
+        stderr,
+        "usage: hookloop getppid|io_submit|io_getevents|pread|uring_nop|uring_submit CALLS "
+        "[REPEATS]\n");
     return 2;
 }
 
@@ -59,7 +65,7 @@ int main(int argc, char** argv) {
         if (*end || repeats <= 0)
             return usage();
     }
-    enum { kGetppid, kIoSubmit, kIoGetevents, kPread, kUringNop } k;
+    enum { kGetppid, kIoSubmit, kIoGetevents, kPread, kUringNop, kUringSubmit } k;
     if (kind == "getppid")
         k = kGetppid;
     else if (kind == "io_submit")
@@ -70,6 +76,8 @@ int main(int argc, char** argv) {
         k = kPread;
     else if (kind == "uring_nop")
         k = kUringNop;
+    else if (kind == "uring_submit")
+        k = kUringSubmit;
     else
         return usage();
     int fd = -1;
@@ -81,7 +89,8 @@ int main(int argc, char** argv) {
         }
     }
     io_uring ring{};
-    if (k == kUringNop) {
+    const bool uring = k == kUringNop || k == kUringSubmit;
+    if (uring) {
         if (const int r = io_uring_queue_init(8, &ring, 0); r < 0) {
             std::fprintf(stderr, "hookloop: io_uring_queue_init: %s\n", std::strerror(-r));
             return 1;
@@ -101,13 +110,18 @@ int main(int argc, char** argv) {
                        errno == EINVAL;
             case kPread:
                 return pread(fd, &b, 1, 0) == 1;
-            case kUringNop: {
+            case kUringNop:
+            case kUringSubmit: {
                 io_uring_sqe* sqe = io_uring_get_sqe(&ring);
                 io_uring_cqe* cqe = nullptr;
                 if (!sqe)
                     return false;
                 io_uring_prep_nop(sqe);
-                if (io_uring_submit_and_wait(&ring, 1) != 1 || io_uring_peek_cqe(&ring, &cqe))
+                // uring_submit: to_submit 1, min_complete 0, IORING_ENTER_GETEVENTS; the NOP
+                // completes inline, so its CQE is in the ring when the call returns
+                const int n = k == kUringNop ? io_uring_submit_and_wait(&ring, 1)
+                                             : io_uring_submit_and_get_events(&ring);
+                if (n != 1 || io_uring_peek_cqe(&ring, &cqe))
                     return false;
                 const bool ok = cqe->res == 0;
                 io_uring_cqe_seen(&ring, cqe);
@@ -137,7 +151,7 @@ int main(int argc, char** argv) {
     std::printf("%s %ld %.1f\n", kind.c_str(), calls, static_cast<double>(best) / calls);
     if (fd >= 0)
         close(fd);
-    if (k == kUringNop)
+    if (uring)
         io_uring_queue_exit(&ring);
     return 0;
 }
