@@ -115,10 +115,13 @@ job, side = fio_job(fio_json)
 engine = fio_engine(job)
 first, last = span_of(engine)
 # a file of a file system (fio's filename no device): its file system's direct I/O comes
-# first, the file submission is recorded at the bio
+# first, the file submission is recorded at the bio, and named so
 FS = "__iomap_dio_rw (file system direct I/O)"
+FILE_BIO = "the file's first bio (file submission)"
 on_file = not job["job options"].get("filename", "/dev/").startswith("/dev/")
 HOST_EVENTS = [first] + ([FS] if on_file else []) + ENGINE_EVENTS[engine] + [last]
+if on_file:
+    HOST_EVENTS = [FILE_BIO if e == BLOCK[0] else e for e in HOST_EVENTS]
 fio_ios = job[side]["total_ios"]
 fio_lat_us = job[side]["lat_ns"]["mean"] / 1000.0
 if job["error"] or fio_ios == 0:

@@ -87,6 +87,11 @@ uint64_t Command::last_ts() const {
     return t;
 }
 
+std::string_view event_name(const Command& c, int slot) {
+    static const int file = event_slot(NVMETRACE_EV_FILE_SUBMIT);
+    return slot == file && c.file_bio ? kFileBioEventName : kEvents[slot].name;
+}
+
 // ----------------------------------------------------------------- assembler
 
 size_t Assembler::WaitKeyHash::operator()(const WaitKey& k) const {
@@ -419,6 +424,7 @@ void Assembler::attach_file_submit(Command& c, const Waiting& file, uint64_t bio
         c.present |= EventMask{1} << s;
     };
     set(NVMETRACE_EV_FILE_SUBMIT, file.ts);
+    c.file_bio = file.flags & NVMETRACE_REC_FS;
     c.pid = NVMETRACE_UAUX_PID(file.aux);
     const bool uring = file.cid == NVMETRACE_IFACE_URING;
     const bool sync = file.cid == NVMETRACE_IFACE_SYNC;

@@ -66,11 +66,13 @@ struct Command {
     bool reap_ring = false;    // host: io_uring: taken from the mapped CQ ring, seen by its head:
                                // the reap's slot holds when the kernel saw it taken
     uint32_t reap_window_ns = 0;  // with reap_ring: how much earlier it may have been taken
-    bool spdk_target = false;     // its target side was SPDK's (records of NVMETRACE_REC_SPDK)
-    bool spdk_host = false;       // host: SPDK's NVMe driver (SPDK_SUBMIT): no block layer
-    bool failed_over = false;     // host: a request whose bios were taken back at block_rq_complete
-                                  // (nvme multipath failover: its path failed, e.g. a controller
-                                  // reset) and sent again on a later request; not a finished I/O
+    bool file_bio = false;     // host: a file's on a file system: its file submission (FILE_SUBMIT,
+                               // NVMETRACE_REC_FS) was recorded at its first bio
+    bool spdk_target = false;  // its target side was SPDK's (records of NVMETRACE_REC_SPDK)
+    bool spdk_host = false;    // host: SPDK's NVMe driver (SPDK_SUBMIT): no block layer
+    bool failed_over = false;  // host: a request whose bios were taken back at block_rq_complete
+                               // (nvme multipath failover: its path failed, e.g. a controller
+                               // reset) and sent again on a later request; not a finished I/O
     uint8_t attempts_before = 0;  // host: how many requests of its bios failed over before it
     EventMask present = 0;        // bit per slot of kEvents
     std::array<uint64_t, kMaxEvents> ts{};  // by slot, valid where present
@@ -80,6 +82,11 @@ struct Command {
     uint64_t first_ts() const;
     uint64_t last_ts() const;
 };
+
+// The name of the event in slot of c: kEvents' (the hook), but a file's file submission
+// (file_bio) is its first bio, not blkdev_read_iter/blkdev_write_iter.
+std::string_view event_name(const Command& c, int slot);
+inline constexpr std::string_view kFileBioEventName = "the file's first bio (file submission)";
 
 // What the Assembler saw, for the report's notes.
 // CLOCK_MONOTONIC past 2^60 ns is 36 years of uptime: a record that says so is

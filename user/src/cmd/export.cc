@@ -271,7 +271,8 @@ public:
 
         if (view == View::target_only) {
             const int tid = tracks_.take(target.pid, c.cntlid, c.qid, target_queue(c), start, end);
-            emit_part(target.pid, tid, name, "command", args, origin, start, end, on_target, notes);
+            emit_part(c, target.pid, tid, name, "command", args, origin, start, end, on_target,
+                      notes);
         } else {
             const int tid = tracks_.take(host.pid, c.dev, c.qid, host_queue(c, host), start, end);
             // the target part: the span of its segments, inside the command's
@@ -285,12 +286,12 @@ public:
             const std::vector<Slice> hslices = place(on_host, start, end, notes);
             if (!notes.empty())
                 args["not_drawn"] = notes;
-            write(host.pid, tid, name, "command", args, origin, start, end, hslices);
+            write(c, host.pid, tid, name, "command", args, origin, start, end, hslices);
             if (!on_target.empty()) {
                 nlohmann::json targs = {{"host_command", name}, {"group", group}};
                 const int ttid =
                     tracks_.take(target.pid, c.cntlid, c.qid, target_queue(c), ts0, ts1);
-                write(target.pid, ttid, "target: " + name, "command.target", targs, origin, ts0,
+                write(c, target.pid, ttid, "target: " + name, "command.target", targs, origin, ts0,
                       ts1, tslices);
                 counts_.joined++;
             }
@@ -343,18 +344,20 @@ private:
         return out;
     }
 
-    void emit_part(int pid, int tid, const std::string& name, std::string_view cat,
-                   nlohmann::json& args, uint64_t origin, uint64_t start, uint64_t end,
-                   const std::vector<Piece>& pieces, std::vector<std::string>& notes) {
+    void emit_part(const Command& c, int pid, int tid, const std::string& name,
+                   std::string_view cat, nlohmann::json& args, uint64_t origin, uint64_t start,
+                   uint64_t end, const std::vector<Piece>& pieces,
+                   std::vector<std::string>& notes) {
         const std::vector<Slice> slices = place(pieces, start, end, notes);
         if (!notes.empty())
             args["not_drawn"] = notes;
-        write(pid, tid, name, cat, args, origin, start, end, slices);
+        write(c, pid, tid, name, cat, args, origin, start, end, slices);
     }
 
     // A slice and, nested inside it, its stages (runs of consecutive slices
     // of one stage), each with its components.
-    void write(int pid, int tid, const std::string& name, std::string_view cat,
+    // c: the command the slices are of (its events' names)
+    void write(const Command& c, int pid, int tid, const std::string& name, std::string_view cat,
                const nlohmann::json& args, uint64_t origin, uint64_t start, uint64_t end,
                const std::vector<Slice>& slices) {
         auto x = [&](const std::string& n, std::string_view k, uint64_t a, uint64_t b,
@@ -380,8 +383,8 @@ private:
                 const Piece& p = *slices[k].piece;
                 nlohmann::json cargs = {{"id", component_id(p.seg->name)},
                                         {"stage", st.name},
-                                        {"from", std::string(kEvents[p.seg->from_slot].name)},
-                                        {"to", std::string(kEvents[p.seg->to_slot].name)}};
+                                        {"from", std::string(event_name(c, p.seg->from_slot))},
+                                        {"to", std::string(event_name(c, p.seg->to_slot))}};
                 if (p.seg->merged)
                     cargs["merged"] = true;
                 x(p.seg->name, "component", slices[k].from, slices[k].to, std::move(cargs));

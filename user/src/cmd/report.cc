@@ -53,7 +53,7 @@ void print_command(const Command& c) {
     for (const auto& e : kEvents) {
         int slot = event_slot(e.event);
         if (c.has(slot))
-            ev[std::string(e.name)] = c.at(slot);
+            ev[std::string(event_name(c, slot))] = c.at(slot);
     }
     j["events"] = ev;
     fmt::print("{}\n", json_text(j));

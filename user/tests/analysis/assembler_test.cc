@@ -302,6 +302,9 @@ TEST_F(AssemblerTest, IoUringCommandFromTheSqeToTheReap) {
     const Command& c = out[0];
     EXPECT_EQ(c.submit_path, SubmitPath::uring);
     EXPECT_FALSE(c.reap_unseen);
+    // a block device file's submission is its read_iter
+    EXPECT_FALSE(c.file_bio);
+    EXPECT_EQ(event_name(c, slot(NVMETRACE_EV_FILE_SUBMIT)), "blkdev_read_iter/blkdev_write_iter");
     EXPECT_EQ(c.at(slot(NVMETRACE_EV_URING_SUBMIT)), 999'100u);
     EXPECT_FALSE(c.has(slot(NVMETRACE_EV_SYSCALL_SUBMIT)));
     EXPECT_EQ(c.at(slot(NVMETRACE_EV_URING_CQE)), 1'056'000u);
@@ -569,6 +572,10 @@ TEST_F(AssemblerTest, ABufferedReadThatMissedThePageCacheFromTheCallToItsReturn)
     EXPECT_EQ(c.at(slot(NVMETRACE_EV_SYNC_SUBMIT)), 998'900u);
     EXPECT_EQ(c.at(slot(NVMETRACE_EV_PAGECACHE_READ)), 999'500u);
     EXPECT_FALSE(c.has(slot(NVMETRACE_EV_FS_SUBMIT)));
+    // its file submission is the bio, not the block device file's read
+    EXPECT_TRUE(c.file_bio);
+    EXPECT_EQ(event_name(c, slot(NVMETRACE_EV_FILE_SUBMIT)), kFileBioEventName);
+    EXPECT_EQ(event_name(c, slot(NVMETRACE_EV_BIO_QUEUE)), "block_bio_queue");
     Layout l = layout_for(View::host_only, c.present, kComponents);
     EXPECT_TRUE(l.complete());
     EXPECT_EQ(l.first_slot, slot(NVMETRACE_EV_SYNC_SUBMIT));
@@ -597,6 +604,7 @@ TEST_F(AssemblerTest, ABufferedReadThatMissedThePageCacheFromTheCallToItsReturn)
     assembler.finish();
     ASSERT_EQ(out.size(), 1u);
     EXPECT_FALSE(out[0].has(slot(NVMETRACE_EV_PAGECACHE_READ)));
+    EXPECT_EQ(event_name(out[0], slot(NVMETRACE_EV_FILE_SUBMIT)), kFileBioEventName);
 
     // an io_uring read's miss: from the SQE taken to the page cache
     out.clear();
