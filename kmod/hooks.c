@@ -49,20 +49,22 @@ bool nvmetrace_emitting;
  * The probes' one way into the ring (probes/probe.h).  notrace: it runs
  * inside hooks, where the function tracer would only add to their cost.
  */
-notrace noinline void nvmetrace_emit(u16 event, u64 lba, u32 dev, u32 len,
-				     u16 qid, u16 cid, u16 tag, u16 cntlid,
-				     u8 opcode, u8 flags, u64 aux)
+notrace noinline u64 nvmetrace_emit(u16 event, u64 lba, u32 dev, u32 len,
+				    u16 qid, u16 cid, u16 tag, u16 cntlid,
+				    u8 opcode, u8 flags, u64 aux)
 {
 	unsigned long irqflags;
 	struct nvmetrace_rec *r;
+	u64 ts;
 
 	if (unlikely(!READ_ONCE(nvmetrace_emitting)))
-		return;
+		return 0;
 	r = nvmetrace_ring_local_reserve(&irqflags);
 	if (!r)
-		return;		/* ring full: counted in its lost counter */
+		return 0;	/* ring full: counted in its lost counter */
 	/* taken inside the reserve, so a ring's records are in time order */
-	r->ts = ktime_get_ns();
+	ts = ktime_get_ns();
+	r->ts = ts;
 	r->lba = lba;
 	r->aux = aux;
 	r->dev = dev;
@@ -75,6 +77,7 @@ notrace noinline void nvmetrace_emit(u16 event, u64 lba, u32 dev, u32 len,
 	r->opcode = opcode;
 	r->flags = flags;
 	nvmetrace_ring_local_commit(r, irqflags);
+	return ts;
 }
 
 /* Serializes START/STOP against each other and against module notifiers. */

@@ -206,10 +206,12 @@ static __always_inline u64 nvmetrace_owned_ts_get(const struct nvmetrace_owned_t
  * One record into this CPU's ring (hooks.c).  Out of line: a handler's
  * common path is a command that is not sampled, and with the ring write
  * inlined it would save and restore the registers the write needs on every
- * hit, sampled or not.
+ * hit, sampled or not.  Returns the record's timestamp (ktime_get_ns()),
+ * for a handler that needs the time again; 0 when nothing was written (not
+ * recording, ring full).
  */
-void nvmetrace_emit(u16 event, u64 lba, u32 dev, u32 len, u16 qid, u16 cid,
-		    u16 tag, u16 cntlid, u8 opcode, u8 flags, u64 aux);
+u64 nvmetrace_emit(u16 event, u64 lba, u32 dev, u32 len, u16 qid, u16 cid,
+		   u16 tag, u16 cntlid, u8 opcode, u8 flags, u64 aux);
 
 /*
  * A private field: its offset comes from BTF through user space (struct

@@ -454,12 +454,13 @@ static void probe_complete(void *data, void *ctxp, void *reqp)
 	op = (iocb->ki_flags & IOCB_WRITE) ? nvme_cmd_write : nvme_cmd_read;
 posted:
 	io_thread = current->flags & PF_IO_WORKER;	/* no task of the ring's to wait for */
-	nvmetrace_emit(NVMETRACE_EV_URING_CQE, lba, dev, res > 0 ? res : 0, 0, 0,
-		       io_thread ? NVMETRACE_URING_CQE_NO_REAP : 0, 0, op,
-		       op == nvme_cmd_write ? NVMETRACE_REC_WRITE : 0, (u64)(s64)res);
+	now = nvmetrace_emit(NVMETRACE_EV_URING_CQE, lba, dev, res > 0 ? res : 0, 0, 0,
+			     io_thread ? NVMETRACE_URING_CQE_NO_REAP : 0, 0, op,
+			     op == nvme_cmd_write ? NVMETRACE_REC_WRITE : 0, (u64)(s64)res);
 	if (io_thread)
 		return;
-	now = ktime_get_ns();
+	if (!now)
+		now = ktime_get_ns();	/* the CQE's record dropped: its reap still counts */
 	b = task_bucket();
 	p = &b->slot[b->next++ % URING_PEND_SLOTS];
 	if (!READ_ONCE(p->task))
