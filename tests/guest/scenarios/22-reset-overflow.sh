@@ -95,6 +95,9 @@ fio_check back
 kill -INT $REC
 wait $REC || { cat "$RESULTS/record.out"; fail "record failed"; }
 cat "$RESULTS/record.out"
+# the drop said with what to do about it
+grep -qE '^nvmetrace: the rings dropped [1-9][0-9]* records: .*--realtime 1.*ring_kb=.*-s 100' \
+	"$RESULTS/record.out" || fail "record did not say how to keep the rings from dropping"
 "$NVMETRACE_BIN" status | tee "$RESULTS/status.txt" || fail "status failed"
 
 # the report's side (lost records counted, located, the same in status, trailer, markers

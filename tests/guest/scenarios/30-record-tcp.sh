@@ -90,6 +90,22 @@ grep -qE 'recording as host\+target: this machine has [0-9]+ NVMe-oF namespaces?
 grep -q 'nvmetrace.ntr exists: moved to nvmetrace.ntr.old' "$RESULTS/cmd3.out" ||
 	fail "record did not say it kept the earlier recording: $(cat "$RESULTS/cmd3.out")"
 [ -s "$RESULTS/nvmetrace.ntr" ] || fail "record -- sh left no nvmetrace.ntr"
+# --realtime: the drain (record's main thread) at SCHED_FIFO, none of what it starts: the
+# command, and the second stage's thread (-i 1 starts it)
+"$NVMETRACE_BIN" record -r host -s 100 -i 1 --realtime 7 -o "$RESULTS/rt.ntr" -- sh -c \
+	'n=0; while [ "$(ls /proc/$PPID/task | wc -l)" -lt 2 ] && [ $n -lt 300 ]; do n=$((n + 1)); sleep 0.1; done
+	echo "recorder $PPID"; for t in /proc/$PPID/task/*; do echo "task ${t##*/} $(chrt -p ${t##*/} | tr "\n" " ")"; done; chrt -p $$' \
+	>"$RESULTS/rt.out" 2>&1 || { cat "$RESULTS/rt.out"; fail "record --realtime 7 failed"; }
+cat "$RESULTS/rt.out"
+rpid=$(awk '$1 == "recorder" { print $2 }' "$RESULTS/rt.out")
+[ -n "$rpid" ] || fail "record --realtime: the command did not run"
+grep -q "^task $rpid .*SCHED_FIFO|SCHED_RESET_ON_FORK.*priority: 7" "$RESULTS/rt.out" ||
+	fail "record --realtime 7: the recorder's main thread is not SCHED_FIFO 7"
+[ "$(grep -c '^task ' "$RESULTS/rt.out")" -ge 2 ] || fail "record -i 1 has no second thread"
+grep '^task ' "$RESULTS/rt.out" | grep -v "^task $rpid " | grep -q 'SCHED_FIFO' &&
+	fail "record --realtime: a thread other than the drain runs SCHED_FIFO"
+grep -q "^pid [0-9]*'s current scheduling policy: SCHED_OTHER" "$RESULTS/rt.out" ||
+	fail "record --realtime: the command does not run SCHED_OTHER"
 # -d bounds the command: it gets SIGTERM, record exits 128 + 15
 start=$(date +%s)
 "$NVMETRACE_BIN" record -r host -d 1 -o "$RESULTS/bounded.ntr" -- sleep 60 >"$RESULTS/bounded.out" 2>&1 &&

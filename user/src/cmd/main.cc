@@ -173,6 +173,12 @@ int run(int argc, char** argv) {
     record->add_option("--zstd", rec.zstd_level,
                        "zstd level of the records: 1..19, negative for zstd's fast levels, 0 "
                        "stored raw (default: 0 at -s 1, where CPU matters more than size; else 1)");
+    record
+        ->add_option("--realtime", rec.realtime,
+                     "Drain the rings at this SCHED_FIFO priority (1..99), as perf record -r: "
+                     "where busy threads (nvme-tcp's workers run at nice -20) starve the "
+                     "recorder and the rings drop records; what it starts runs as usual")
+        ->check(CLI::Range(1, 99));
     record->add_option("--dev", rec.devices,
                        "Host namespace to trace: its disk (nvme1n1), controller (nvme1) or "
                        "subsystem NQN, present or to come (default: every NVMe-oF one, those "

@@ -16,6 +16,7 @@
 #include "version.h"
 
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <time.h>
 #include <unistd.h>
@@ -358,9 +359,42 @@ int split_record_command(int argc, char** argv, std::vector<std::string>& comman
     return argc;
 }
 
+std::string lost_advice(uint64_t lost, const RecordOptions& opts) {
+    std::vector<std::string> ways;
+    if (!opts.realtime)
+        ways.emplace_back("run the recorder at a real-time priority (--realtime 1)");
+    ways.emplace_back("load the module with larger rings (ring_kb=KiB per CPU)");
+    if (opts.sample < 1000)
+        ways.emplace_back(fmt::format("sample fewer commands (-s {})",
+                                      opts.sample < 10 ? 100 : uint64_t{opts.sample} * 10));
+    return fmt::format(
+        "the rings dropped {} records: the recorder did not keep up (the lost: line says where); "
+        "to lose none, {}",
+        lost, fmt::join(ways, ", or "));
+}
+
+void drain_at_realtime(int prio) {
+    const int lo = sched_get_priority_min(SCHED_FIFO), hi = sched_get_priority_max(SCHED_FIFO);
+    if (prio < lo || prio > hi)
+        throw Error(fmt::format("--realtime {}: the SCHED_FIFO priority is {}..{}", prio, lo, hi));
+    // The calling thread only, and none it starts: the second stage's
+    // thread and the command of record -- CMD run as they would have.
+    sched_param sp{};
+    sp.sched_priority = prio;
+    if (sched_setscheduler(0, SCHED_FIFO | SCHED_RESET_ON_FORK, &sp) != 0)
+        throw errno_error(fmt::format("--realtime {}: the recorder may not run at SCHED_FIFO "
+                                      "priority {} without root, CAP_SYS_NICE or an "
+                                      "RLIMIT_RTPRIO of {}",
+                                      prio, prio, prio),
+                          errno);
+}
+
 int run_record(const RecordOptions& opts) {
-    if (!opts.spdk_target.empty() || !opts.spdk_host.empty())
+    if (!opts.spdk_target.empty() || !opts.spdk_host.empty()) {
+        if (opts.realtime)
+            drain_at_realtime(opts.realtime);
         return run_record_spdk(opts);
+    }
     uint32_t role = 0;
     if (opts.roles.empty()) {
         std::string said;
@@ -382,6 +416,10 @@ int run_record(const RecordOptions& opts) {
         (*opts.zstd_level < ZSTD_minCLevel() || *opts.zstd_level > ZSTD_maxCLevel()))
         throw Error(fmt::format("--zstd {}: the level is {}..{} (0: records stored raw)",
                                 *opts.zstd_level, ZSTD_minCLevel(), ZSTD_maxCLevel()));
+    // Before anything is started: a priority the caller may not take is
+    // said while nothing is lost.
+    if (opts.realtime)
+        drain_at_realtime(opts.realtime);
 
     GenlClient genl;
     const ModuleVersion mv = genl.get_version();
@@ -843,6 +881,10 @@ int run_record(const RecordOptions& opts) {
     ro.lost_host = role & NVMETRACE_ROLE_HOST ? trailer.lost : 0;
     ro.lost_target = role == NVMETRACE_ROLE_TARGET ? trailer.lost : 0;
     fmt::print("{}", summary_text(summary, counts, ro));
+    if (trailer.lost) {
+        std::fflush(stdout);  // after the summary, not inside it
+        fmt::print(stderr, "nvmetrace: {}\n", lost_advice(trailer.lost, opts));
+    }
     if (child) {
         const int st = *child->status();
         if (st != 0)

@@ -37,6 +37,7 @@ struct RecordOptions {
     std::string spdk_target;           // --spdk-target: SPDK's nvmf_tgt (binary, pid, trace)
     std::string spdk_rpc;              // --spdk-rpc: its RPC socket ("": SPDK's default)
     std::string spdk_host;             // --spdk-host: an app on SPDK's NVMe/TCP driver
+    int realtime = 0;                  // --realtime: SCHED_FIFO priority of the drain; 0: none
 };
 
 // `record [options] -- CMD ARGS...`: the arguments after record's first
@@ -52,6 +53,13 @@ int split_record_command(int argc, char** argv, std::vector<std::string>& comman
 // Throws Error when the machine has neither.
 uint32_t role_from_machine(size_t host_namespaces, bool devices_named, size_t nvmet_subsystems,
                            std::string& said);
+
+// --realtime PRIO: the calling thread (record's drain) at SCHED_FIFO PRIO,
+// with SCHED_RESET_ON_FORK so that threads and processes it starts are not.
+// Throws Error (out of range, not permitted).
+void drain_at_realtime(int prio);
+// What record says when its rings dropped records: how to lose none.
+std::string lost_advice(uint64_t lost, const RecordOptions& opts);
 
 // Records until -d, Ctrl-C or, with opts.command, that command's exit.
 // Returns 0, or with a command its status as a shell gives it (its exit

@@ -8,6 +8,7 @@
 #include "tempdir.h"
 #include "util/error.h"
 
+#include <sched.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -594,6 +595,40 @@ TEST(SplitRecordCommand, OtherSubcommandsKeepTheirSeparator) {
     EXPECT_FALSE(sep);
     Argv b({"nvmetrace", "--help"});
     EXPECT_EQ(split_record_command(b.argc(), b.ptrs.data(), cmd, sep), b.argc());
+}
+
+TEST(LostAdvice, SaysHowManyAndEachWayToLoseNone) {
+    RecordOptions o;
+    o.sample = 1;
+    std::string a = lost_advice(110, o);
+    EXPECT_NE(a.find("dropped 110 records"), std::string::npos) << a;
+    EXPECT_NE(a.find("--realtime 1"), std::string::npos) << a;
+    EXPECT_NE(a.find("ring_kb="), std::string::npos) << a;
+    EXPECT_NE(a.find("-s 100"), std::string::npos) << a;
+
+    // already at a real-time priority: not advised again; a sparser rate
+    o.realtime = 1;
+    o.sample = 50;
+    a = lost_advice(7, o);
+    EXPECT_EQ(a.find("--realtime"), std::string::npos) << a;
+    EXPECT_NE(a.find("-s 500"), std::string::npos) << a;
+
+    // sampling already sparse: only the rings
+    o.sample = 1000;
+    a = lost_advice(7, o);
+    EXPECT_EQ(a.find("-s "), std::string::npos) << a;
+    EXPECT_NE(a.find("ring_kb="), std::string::npos) << a;
+}
+
+TEST(DrainAtRealtime, APriorityOutOfRangeIsRefusedBeforeAnythingChanges) {
+    EXPECT_THROW(drain_at_realtime(0), Error);
+    EXPECT_THROW(drain_at_realtime(100), Error);
+    EXPECT_EQ(sched_getscheduler(0), SCHED_OTHER);
+    try {
+        drain_at_realtime(100);
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("1..99"), std::string::npos) << e.what();
+    }
 }
 
 TEST(TransportModule, ByTheHooksName) {
