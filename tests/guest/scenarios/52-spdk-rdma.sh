@@ -155,16 +155,19 @@ nvmet_rdma_setup "$KNQN"
 "$NVMETRACE_BIN" record -r target -s 1 -o /tmp/spdk-kernel-target.ntr >/tmp/spdk-kernel-target.out 2>&1 &
 TREC=$!
 recorder_wait /tmp/spdk-kernel-target.out
-# (its output line-buffered: its "Launching workers" says its I/O has started)
+# (its output line-buffered: its "Launching workers" says its I/O has started; polled on the
+# guest's tmpfs, not on the 9p results share, where a file read while it is written has lost
+# that very line to NUL bytes (7.3; see recorder_started), and copied there once perf ends)
 stdbuf -oL "$SPDK/bin/spdk_nvme_perf" --no-huge -s 256 -c 0x2 -q 2 -o 4096 -w randrw -M 70 -t 300 \
 	-r "trtype:RDMA adrfam:IPv4 traddr:$RDMA_ADDR trsvcid:$NVMET_PORT subnqn:$KNQN" \
-	>"$RESULTS/perf-kernel.txt" 2>&1 &
+	>/tmp/perf-kernel.txt 2>&1 &
 PERF=$!
-wait_for 180 grep -q "Launching workers" "$RESULTS/perf-kernel.txt" ||
-	{ cat "$RESULTS/perf-kernel.txt"; fail "spdk_nvme_perf on nvmet-rdma did not start its workers"; }
+wait_for 180 grep -q "Launching workers" /tmp/perf-kernel.txt ||
+	{ cat /tmp/perf-kernel.txt; fail "spdk_nvme_perf on nvmet-rdma did not start its workers"; }
 "$NVMETRACE_BIN" record -s 1 -d 3 --spdk-host "$PERF" -o /tmp/spdk-kernel-host.ntr \
 	>/tmp/spdk-kernel-host.out 2>&1 || { cat /tmp/spdk-kernel-host.out; fail "record --spdk-host PID on nvmet-rdma failed"; }
 kill -INT $PERF; wait $PERF || true
+cp /tmp/perf-kernel.txt "$RESULTS/perf-kernel.txt"
 kill -INT $TREC
 wait $TREC || { cat /tmp/spdk-kernel-target.out; fail "record -r target failed"; }
 spdk_joined spdk-kernel
