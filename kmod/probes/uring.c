@@ -495,8 +495,8 @@ static __always_inline bool uring_cq_head(const struct io_ring_ctx *ctx, u32 *he
 /*
  * The CQ head of the ring of the pending CQEs a scan looks at, read once a
  * ring and scan: the task's CQEs are nearly always of one ring, and at QD 32
- * a scan met up to 32 of them, each paying two faultless reads (~50
- * instructions) for the same head.  The head read first stands for the
+ * a scan met up to 32 of them, each paying two faultless reads for the
+ * same head.  The head read first stands for the
  * whole scan (microseconds; the task's own user space does not move it
  * while the task is in io_uring_enter(), where every scan runs): a CQE
  * another thread takes meanwhile is seen at the next entry.

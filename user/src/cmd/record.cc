@@ -390,11 +390,12 @@ void drain_at_realtime(int prio) {
 }
 
 int run_record(const RecordOptions& opts) {
-    if (!opts.spdk_target.empty() || !opts.spdk_host.empty()) {
-        if (opts.realtime)
-            drain_at_realtime(opts.realtime);
+    // Before anything is started: a priority the caller may not take is
+    // said while nothing is lost.
+    if (opts.realtime)
+        drain_at_realtime(opts.realtime);
+    if (!opts.spdk_target.empty() || !opts.spdk_host.empty())
         return run_record_spdk(opts);
-    }
     uint32_t role = 0;
     if (opts.roles.empty()) {
         std::string said;
@@ -416,10 +417,6 @@ int run_record(const RecordOptions& opts) {
         (*opts.zstd_level < ZSTD_minCLevel() || *opts.zstd_level > ZSTD_maxCLevel()))
         throw Error(fmt::format("--zstd {}: the level is {}..{} (0: records stored raw)",
                                 *opts.zstd_level, ZSTD_minCLevel(), ZSTD_maxCLevel()));
-    // Before anything is started: a priority the caller may not take is
-    // said while nothing is lost.
-    if (opts.realtime)
-        drain_at_realtime(opts.realtime);
 
     GenlClient genl;
     const ModuleVersion mv = genl.get_version();
