@@ -34,7 +34,9 @@ alone, so
   fio's own time = fio's mean time outside the span - io_edges' mean edges.
 Both come from timestamps taken around the same kernel span, so what the kernel does inside
 it (and fio's own work between io_submit() and io_getevents(), e.g. its clock reads, which
-is inside the span) cancels.  Prints a JSON object; exits 1 when too few I/Os join.
+is inside the span) cancels.  With it, speed_spread: how far the machine's speed moved during
+fio's run (speed_spread() below; 35-accuracy measures again past SPEED_SPREAD).  Prints a JSON
+object; exits 1 when too few I/Os join.
 """
 import collections, json, statistics, sys
 
@@ -154,18 +156,40 @@ def host_spans(commands_path, names=(SUBMIT, REAP)):
 
 def outside_span(fio_ios, spans):
     """Each fio I/O against its command: fio logs an LBA's I/Os in completion order, and an
-    LBA's commands are sorted by their reap.  [(lat, span, lat - span, reaped from the ring)]
-    in ns, over the LBAs with as many commands as I/Os (an LBA that lost a record is left
-    out)."""
+    LBA's commands are sorted by their reap.  [(lat, span, lat - span, reaped from the ring,
+    the I/O's place in fio's log)] in ns, over the LBAs with as many commands as I/Os (an LBA
+    that lost a record is left out)."""
     lats = collections.defaultdict(list)
-    for op, lba, v in fio_ios:
-        lats[(op, lba)].append(v)
+    for i, (op, lba, v) in enumerate(fio_ios):
+        lats[(op, lba)].append((v, i))
     out = []
     for key, vs in lats.items():
         cs = spans.get(key, [])
         if len(cs) == len(vs):
-            out.extend((v, e, v - e, ring) for v, (_, e, ring) in zip(vs, cs))
+            out.extend((v, e, v - e, ring, i) for (v, i), (_, e, ring) in zip(vs, cs))
     return out
+
+
+PARTS = 8               # speed_spread: the run cut in this many parts of consecutive I/Os
+SPEED_SPREAD = 1.4      # over this, the machine's speed changed during the run
+
+
+def speed_spread(outside):
+    """The machine's steadiness during a QD1 run: fio's time outside the span (outside_span's
+    items) in PARTS runs of consecutive I/Os (fio's log order), the median of each; the
+    largest over the smallest.  Stalls are left out before (split_stalled).  A steady machine
+    keeps it near 1 (1.02-1.33 measured in the emulated guest); a CPU slowed in a part of the
+    run moves the parts apart (1.46-1.92 in the runs whose own time came out ~1.5-3 times
+    the usual), and a mean taken over such a run holds a mix of two speeds, which no single
+    speed scales.  None (not known) with fewer than PARTS I/Os a part or a part's median at
+    or below 0."""
+    order = sorted(outside, key=lambda x: x[4])
+    n = len(order)
+    if n < PARTS * PARTS:
+        return None
+    meds = [statistics.median(x[2] for x in order[k * n // PARTS:(k + 1) * n // PARTS])
+            for k in range(PARTS)]
+    return max(meds) / min(meds) if min(meds) > 0 else None
 
 
 def fio_engine(job):
@@ -198,7 +222,7 @@ def own(fio_json, fio_lat_log_path, commands_path, lbs, edges_outs):
     fio_out_us = statistics.fmean(x[2] for x in kept) / 1000.0
     e = summarize(rows)
     print(json.dumps({"engine": engine, "own_us": fio_out_us - e["edges_us"],
-                      "fio_outside_us": fio_out_us,
+                      "fio_outside_us": fio_out_us, "speed_spread": speed_spread(kept),
                       "fio_ios": len(fio_ios), "fio_joined": len(outside),
                       "fio_lat_us": statistics.fmean(x[0] for x in kept) / 1000.0,
                       "fio_lat_p50_us": statistics.median(x[0] for x in outside) / 1000.0,

@@ -102,7 +102,21 @@ class EdgesTest(unittest.TestCase):
             command("write", 16, 0, 10 * US),        # another op
         ]))
         self.assertEqual(sorted(edges.outside_span(fio_ios, spans)),
-                         [(100 * US, 95 * US, 5 * US, False), (200 * US, 190 * US, 10 * US, False)])
+                         [(100 * US, 95 * US, 5 * US, False, 0),
+                          (200 * US, 190 * US, 10 * US, False, 1)])
+
+    def test_speed_spread_in_log_order(self):
+        # 80 I/Os 10 us outside their spans, the run's middle eighth 20 us: the machine slowed
+        # there (the parts' medians 10 .. 20); the items come in any order, fio's log decides
+        slow = range(30, 40)
+        items = [(0, 0, (20 if i in slow else 10) * US, False, i) for i in reversed(range(80))]
+        self.assertAlmostEqual(edges.speed_spread(items), 2.0)
+        # a few slow I/Os spread over the run leave each part's median alone
+        items = [(0, 0, (20 if i % 10 == 3 else 10) * US, False, i) for i in range(80)]
+        self.assertAlmostEqual(edges.speed_spread(items), 1.0)
+        # too few I/Os to tell, or a part at 0: not known
+        self.assertIsNone(edges.speed_spread(items[:63]))
+        self.assertIsNone(edges.speed_spread([(0, 0, 0, False, i) for i in range(80)]))
 
     def test_engines_join_at_their_own_system_calls(self):
         # io_uring: its span is io_uring_enter() to io_uring_enter(); a command reaped from the
@@ -188,6 +202,7 @@ class EdgesTest(unittest.TestCase):
         self.assertAlmostEqual(own["own_us"], 5.0)
         self.assertEqual((own["fio_ios"], own["fio_joined"], own["client_joined"], own["stalled"]),
                          (6, 5, 4, 1))
+        self.assertIsNone(own["speed_spread"])  # 4 I/Os: too few to tell
 
     def test_own_time_refuses_a_recording_that_lost_most_commands(self):
         ios = ["read 0 1000 2000 90000"]
