@@ -117,10 +117,47 @@ static __always_inline const void *tcp_next_send(const void *queue)
 	return NULL;	/* empty, or too long to follow here */
 }
 
-/* nvme_tcp_hooks[] rows the stand-in asks about */
+/* nvme_tcp_hooks[] rows the stand-in and the receive gate ask about */
 enum { TCP_ROW_CMD_PDU, TCP_ROW_DATA_PDU, TCP_ROW_TRY_SEND, TCP_ROW_RECV_SKB, TCP_ROWS };
 
 static struct nvmetrace_hook nvme_tcp_hooks[TCP_ROWS];
+
+/*
+ * The receive gate: nvme_tcp_recv_skb runs for every skb (two an I/O at
+ * least), and parsing its PDU headers and finding each one's request is
+ * most of what a recording of 1 command in N costs there; a queue with no
+ * sampled command in flight has nothing to record, so its skbs are not
+ * parsed.  gate_core.h's tags of queues: a sampled command's tag is set
+ * when its command PDU is sent (nvme_tcp_try_send_cmd_pdu's entry: before
+ * it reaches the socket, so before any reply can come; where that hook
+ * cannot attach, 6.1, the gate stays open), and cleared by the PDU that
+ * ends it (the response, or C2H data with the SUCCESS flag), seen in a
+ * parse that the tag itself keeps open.  A tag whose end never comes (the
+ * queue torn down) keeps the gate open until the tag's next command ends:
+ * a cost, never a loss.  Sampling every command needs no gate.
+ */
+static struct nvmetrace_tag_gate tcp_gates[1 << NVMETRACE_TAG_GATE_BITS];
+
+/* whether queue's skbs may hold a PDU of a sampled command */
+static __always_inline bool tcp_gate_open(const void *queue)
+{
+	if (nvmetrace_sample_threshold == U64_MAX)
+		return true;
+	/*
+	 * The command PDU's own hook sets the tags.  Without it the gate stays
+	 * open: the stand-in (6.1) may miss a command's send, and its replies
+	 * would then go unrecorded.
+	 */
+	if (!nvmetrace_hook_runs(&nvme_tcp_hooks[TCP_ROW_CMD_PDU]))
+		return true;
+	return nvmetrace_tag_gate_open(tcp_gates, queue);
+}
+
+/* START: no hook runs; the last recording's commands are not this one's */
+static void nvme_tcp_hooks_reset(void)
+{
+	memset(tcp_gates, 0, sizeof(tcp_gates));
+}
 
 /* req's PDU in state (SEND_CMD_PDU or SEND_H2C_PDU) goes to the socket */
 static __always_inline void tcp_req_send(const void *queue, const void *req, u32 state)
@@ -134,6 +171,8 @@ static __always_inline void tcp_req_send(const void *queue, const void *req, u32
 	rq = blk_mq_rq_from_pdu((void *)req);
 	if (!tcp_rq_sampled(rq))
 		return;
+	if (state == NVMETRACE_TCP_SEND_CMD_PDU && nvmetrace_sample_threshold != U64_MAX)
+		nvmetrace_tag_gate_set(tcp_gates, queue, rq->tag);
 	tcp_rq_event(state == NVMETRACE_TCP_SEND_CMD_PDU ? NVMETRACE_EV_TCP_CMD_SEND :
 		     NVMETRACE_EV_TCP_H2C_SEND, rq, 0, true);
 }
@@ -222,13 +261,15 @@ static __always_inline const u8 *tcp_skb_peek(const struct sk_buff *skb, size_t 
 	return skb_copy_bits(skb, pos, buf, len) ? NULL : buf;
 }
 
-/* One received PDU header (the first 24 bytes, enough for each type). */
-static __always_inline void tcp_recv_pdu(struct blk_mq_tags *tags, const u8 *h)
+/* One received PDU header of queue (the first 24 bytes, enough for each type). */
+static __always_inline void tcp_recv_pdu(const void *queue, struct blk_mq_tags *tags,
+					 const u8 *h)
 {
 	const struct nvme_tcp_hdr *hdr = (const void *)h;
 	struct request *rq;
 	u16 event, cid;
 	u64 aux = 0;
+	bool last = false;
 
 	switch (hdr->type) {
 	case nvme_tcp_c2h_data: {
@@ -238,6 +279,7 @@ static __always_inline void tcp_recv_pdu(struct blk_mq_tags *tags, const u8 *h)
 		cid = p->command_id;
 		aux = le32_to_cpu(p->data_offset) |
 		      (u64)hdr->flags << NVMETRACE_C2H_AUX_FLAGS_SHIFT;
+		last = hdr->flags & NVME_TCP_F_DATA_SUCCESS;
 		break;
 	}
 	case nvme_tcp_r2t: {
@@ -251,13 +293,18 @@ static __always_inline void tcp_recv_pdu(struct blk_mq_tags *tags, const u8 *h)
 	case nvme_tcp_rsp:
 		event = NVMETRACE_EV_TCP_RSP_RECV;
 		cid = ((const struct nvme_tcp_rsp_pdu *)h)->cqe.command_id;
+		last = true;
 		break;
 	default:
 		return;
 	}
 	rq = host_rq_by_cid(tags, cid, TCP_OFF(NVME_REQ_GENCTR));
-	if (rq && tcp_rq_sampled(rq))
+	if (!rq)
+		return;
+	if (tcp_rq_sampled(rq))
 		rq_event(event, rq, aux, true);
+	if (last && nvmetrace_sample_threshold != U64_MAX)
+		nvmetrace_tag_gate_clear(tcp_gates, queue, rq->tag);
 }
 
 /* kprobe at nvme_tcp_recv_skb(desc, skb, offset, len) */
@@ -279,6 +326,8 @@ static int kp_tcp_recv_skb(struct kprobe *kp, struct pt_regs *regs)
 
 	BUILD_BUG_ON(sizeof(struct nvme_tcp_data_pdu) != sizeof(h) ||
 		     sizeof(struct nvme_tcp_r2t_pdu) != sizeof(h));
+	if (!tcp_gate_open(queue))
+		return 0;
 	qid = tcp_queue_qid(queue, &ctrl);
 	if (!qid)
 		return 0;
@@ -305,7 +354,7 @@ static int kp_tcp_recv_skb(struct kprobe *kp, struct pt_regs *regs)
 			    (pos + sizeof(h) - have > end ||
 			     skb_copy_bits(skb, pos, h + have, sizeof(h) - have)))
 				return 0;
-			tcp_recv_pdu(tags, h);
+			tcp_recv_pdu(queue, tags, h);
 			pos += le32_to_cpu(((struct nvme_tcp_hdr *)h)->plen) - pdu_offset;
 		}
 	} else if (FIELD_AT(size_t, queue, TCP_OFF(QUEUE_DDGST_REMAINING))) {
@@ -321,7 +370,7 @@ static int kp_tcp_recv_skb(struct kprobe *kp, struct pt_regs *regs)
 
 		if (!p)
 			return 0;
-		tcp_recv_pdu(tags, p);
+		tcp_recv_pdu(queue, tags, p);
 		plen = le32_to_cpu(((const struct nvme_tcp_hdr *)p)->plen);
 		if (plen < sizeof(h))
 			return 0;	/* not a PDU we know: stop parsing */
@@ -350,4 +399,5 @@ static struct nvmetrace_hook nvme_tcp_hooks[TCP_ROWS] = {
 struct nvmetrace_hook_group nvmetrace_nvme_tcp_hooks = {
 	.rows = nvme_tcp_hooks,
 	.nr = ARRAY_SIZE(nvme_tcp_hooks),
+	.reset = nvme_tcp_hooks_reset,
 };

@@ -31,7 +31,9 @@
  *    H2C data PDU whose header is in queue->pdu (TCPT_H2C_RECV, once per
  *    PDU) or for in-capsule data (TCPT_DATA_RECV).
  *
- * Each samples on the command's LBA before it reads anything else.  The
+ * Each samples on the command's LBA before it reads anything else, after
+ * the target gate (probe.h): all three record within the span between the
+ * command's nvmet_req_init and nvmet_req_complete.  The
  * private fields come from BTF (struct nvmetrace_tcpt_layout); these hooks
  * are refused without them.  Commands are preallocated with their queue, and
  * every hook runs while its command is in flight.
@@ -71,12 +73,20 @@ static __always_inline u64 tcpt_arrived(const void *queue)
 	return nvmetrace_owned_ts_get(tcpt_arrival(queue), queue);
 }
 
-/* req's NVMe command if it is a sampled read or write, else NULL: first test */
+/*
+ * req's NVMe command if it is a sampled read or write, else NULL: first
+ * test.  Every hook that asks records only between the command's
+ * nvmet_req_init and nvmet_req_complete, so the target gate comes first.
+ */
 static __always_inline const struct nvme_command *tcpt_sampled(const void *req)
 {
-	const struct nvme_command *c =
-		FIELD_AT(const struct nvme_command *, req, nvmetrace_cfg.layout.req_cmd);
-	u8 op = c->common.opcode;
+	const struct nvme_command *c;
+	u8 op;
+
+	if (!nvmetrace_target_gate_open())
+		return NULL;
+	c = FIELD_AT(const struct nvme_command *, req, nvmetrace_cfg.layout.req_cmd);
+	op = c->common.opcode;
 
 	if (op != nvme_cmd_read && op != nvme_cmd_write)
 		return NULL;

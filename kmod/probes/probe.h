@@ -23,6 +23,7 @@
 #include <linux/tracepoint.h>
 #include <linux/types.h>
 
+#include "../gate_core.h"
 #include "../nvmetrace.h"
 #include "../sample_core.h"
 
@@ -161,6 +162,39 @@ static __always_inline bool host_dev_wanted(u32 dev)
 		if (nvmetrace_cfg.devs[i] == dev)
 			return true;
 	return false;
+}
+
+/* ---------------------------------------------------------- target gate */
+/*
+ * The target gate (probes/nvmet.c): the nvmet requests of sampled commands
+ * between their nvmet_req_init and nvmet_req_complete tracepoints.  A
+ * target hook that records only within that span (nvmet's bdev backend,
+ * nvmet-tcp's receive of a command and of its data, its R2T) leaves at once
+ * while the gate is shut: then no sampled command is there to record.
+ */
+enum nvmetrace_nvmet_row {
+	NVMETRACE_NVMET_ROW_INIT,
+	NVMETRACE_NVMET_ROW_EXEC,
+	NVMETRACE_NVMET_ROW_BIO_DONE,
+	NVMETRACE_NVMET_ROW_COMPLETE,
+	NVMETRACE_NVMET_ROWS
+};
+
+extern struct nvmetrace_ptrset nvmetrace_target_sampled;
+
+/*
+ * Whether a target command between its init and its completion may be
+ * sampled: the set is not empty, or there is no gate (every command
+ * sampled, or the tracepoints that keep the set not both attached).
+ */
+static __always_inline bool nvmetrace_target_gate_open(void)
+{
+	const struct nvmetrace_hook *rows = nvmetrace_nvmet_hooks.rows;
+
+	return nvmetrace_ptrset_any(&nvmetrace_target_sampled) ||
+	       nvmetrace_sample_threshold == U64_MAX ||
+	       !nvmetrace_hook_runs(&rows[NVMETRACE_NVMET_ROW_INIT]) ||
+	       !nvmetrace_hook_runs(&rows[NVMETRACE_NVMET_ROW_COMPLETE]);
 }
 
 /* ------------------------------------------------------ owned timestamps */

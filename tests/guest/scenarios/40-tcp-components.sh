@@ -1,7 +1,8 @@
 #!/bin/bash
 # 40-tcp-components: nvme-tcp transport hooks.  Records host and target of fio runs over
 # nvme-tcp loopback (4k and 128k reads, 4k writes with in-capsule data, 64k writes with
-# R2T, and reads that complete on the C2H SUCCESS flag with disable_sqflow); the lane's
+# R2T, and reads that complete on the C2H SUCCESS flag with disable_sqflow; 4k reads, 64k
+# writes and reads on the SUCCESS flag again at 1 command in 4 and QD 4); the lane's
 # machine then reports each and checks the host's components with
 # tests/guest/tcp_components_check.sh (40-tcp-components.check).
 # lane-timeout: 300
@@ -21,11 +22,12 @@ need_module nvme_tcp
 insmod "$NVMETRACE_KO" || fail "insmod failed"
 
 # run NAME -- FIO-ARGS...: record one fio run (40-tcp-components.check reports and checks
-# it on the lane's machine, with what each run must show)
+# it on the lane's machine, with what each run must show), every command, or 1 of N with
+# SAMPLE=N
 run() {
 	local name=$1 rec
 	shift 2
-	"$NVMETRACE_BIN" record -r host -r target -s 1 -o "$RESULTS/$name.ntr" \
+	"$NVMETRACE_BIN" record -r host -r target -s "${SAMPLE:-1}" -o "$RESULTS/$name.ntr" \
 		>"$RESULTS/$name.record.out" 2>&1 &
 	rec=$!
 	recorder_wait "$RESULTS/$name.record.out" "$name"
@@ -42,12 +44,17 @@ run rr4k -- --rw=randread --bs=4k
 run rr128k -- --rw=randread --bs=128k
 run rw4k-inline -- --rw=randwrite --bs=4k	# in-capsule data
 run rw64k-r2t -- --rw=randwrite --bs=64k	# data after an R2T
+# 1 command in 4: a queue's received PDUs are parsed only while a sampled command of it is in
+# flight (nvme_tcp_recv_skb's gate), at QD 4 so that sampled and other commands interleave
+SAMPLE=4 run rr4k-1of4 -- --rw=randread --bs=4k --iodepth=4
+SAMPLE=4 run rw64k-r2t-1of4 -- --rw=randwrite --bs=64k --iodepth=4
 nvme_disconnect_all
 
 # Without SQ flow control the target sends reads' C2H data with the SUCCESS flag and no
 # response capsule (nvmet_setup_c2h_data_pdu(): sqhd_disabled).
 dev=$(connect ",disable_sqflow")
 run rr4k-success -- --rw=randread --bs=4k
+SAMPLE=4 run rr4k-success-1of4 -- --rw=randread --bs=4k --iodepth=4
 nvme_disconnect_all
 
 rmmod nvmetrace || fail "rmmod failed"
