@@ -88,13 +88,21 @@ static int kp_rdmat_recv_done(struct kprobe *kp, struct pt_regs *regs)
 	return 0;
 }
 
-/* kprobe at nvmet_rdma_read_data_done(cq, wc): a write's data has arrived. */
+/*
+ * kprobe at nvmet_rdma_read_data_done(cq, wc): a write's data has arrived,
+ * between its nvmet_req_init and its execution: the target gate (probe.h)
+ * comes first.
+ */
 static int kp_rdmat_read_done(struct kprobe *kp, struct pt_regs *regs)
 {
-	const void *wc = (const void *)regs_get_kernel_argument(regs, 1);
-	const char *cqe = rdma_wc_cqe(wc, RDMAT_OFF(WC_STATUS), RDMAT_OFF(WC_WR_CQE));
+	const void *wc;
+	const char *cqe;
 	const void *req;
 
+	if (!nvmetrace_target_gate_open())
+		return 0;
+	wc = (const void *)regs_get_kernel_argument(regs, 1);
+	cqe = rdma_wc_cqe(wc, RDMAT_OFF(WC_STATUS), RDMAT_OFF(WC_WR_CQE));
 	if (!cqe)
 		return 0;
 	req = rdmat_rsp_req(cqe, RDMAT_OFF(RSP_READ_CQE));
