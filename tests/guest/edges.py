@@ -178,10 +178,11 @@ def speed_spread(outside):
     """The machine's steadiness during a QD1 run: fio's time outside the span (outside_span's
     items) in PARTS runs of consecutive I/Os (fio's log order), the median of each; the
     largest over the smallest.  Stalls are left out before (split_stalled).  A steady machine
-    keeps it near 1 (1.02-1.33 measured in the emulated guest); a CPU slowed in a part of the
-    run moves the parts apart (1.46-1.92 in the runs whose own time came out ~1.5-3 times
-    the usual), and a mean taken over such a run holds a mix of two speeds, which no single
-    speed scales.  None (not known) with fewer than PARTS I/Os a part or a part's median at
+    keeps it near 1 (33 of 42 psync calibrations in the emulated guest at 1.02-1.33); a CPU
+    slowed in a part of the run moves the parts apart (the other 9 at 1.46-1.92, among them
+    the run that gave 13.6 us of own time against the usual 5-7 and failed a cell), and a
+    mean taken over such a run holds a mix of two speeds, which no single speed scales (a
+    run slow throughout keeps its parts together and is scaled as a whole).  None (not known) with fewer than PARTS I/Os a part or a part's median at
     or below 0."""
     order = sorted(outside, key=lambda x: x[4])
     n = len(order)

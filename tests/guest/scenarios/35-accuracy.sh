@@ -148,9 +148,9 @@ OWN_RUNS=3	# fio's own time is measured at most this often for one calibration
 # kept as *.tryN, tries counts them), the edges at each of SAMPLINGS (1 of N); sets own (its
 # JSON) and tag (the folders' name: RW-BS, ENGINE-RW-BS for engines other than libaio).
 # fio's own time is a mean over its run, scaled to a cell's speed by one factor: a run in
-# which the machine's speed moved (a CPU slowed for a part of it; such runs gave ~1.5-3 times
-# the usual own time) is measured again, up to OWN_RUNS times, and the steadiest run serves
-# (the others kept as own-TAG.runN).
+# which the machine's speed moved (a CPU slowed for a part of it: one such run gave twice the
+# usual own time and failed a cell) is measured again, up to OWN_RUNS times, and the steadiest
+# run serves (the others kept as own-TAG.runN).
 calibrate() {
 	local engine=$1 rw=$2 bs=$3 b=$4 samplings=$5 d s k=5000 edev run spread steady best bestspread
 	edev=$(engine_dev "$engine")

@@ -4,7 +4,8 @@
 # R2T, and reads that complete on the C2H SUCCESS flag with disable_sqflow; 4k reads, 64k
 # writes and reads on the SUCCESS flag again at 1 command in 4 and QD 4); the lane's
 # machine then reports each and checks the host's components with
-# tests/guest/tcp_components_check.sh (40-tcp-components.check).
+# tests/guest/tcp_components_check.sh, and that the target holds the same commands with their
+# backend stage (40-tcp-components.check).
 # lane-timeout: 300
 . "$NVMETRACE_SRC/tests/guest/lib.sh"
 need_ko
