@@ -11,7 +11,8 @@
  *
  *  - struct nvmetrace_ptrset: a set of pointers (probes/nvmet.c: the nvmet
  *    requests of sampled commands between nvmet_req_init and
- *    nvmet_req_complete).  Buckets of a cache line by the pointer's hash; a
+ *    nvmet_req_complete; probes/uring.c: the io_uring requests that may be
+ *    sampled, until their CQE).  Buckets of a cache line by the pointer's hash; a
  *    pointer takes a free way with cmpxchg.  A pointer that finds its bucket
  *    full sets full, which keeps the set "not empty" until it is cleared.
  *  - struct nvmetrace_tag_gate: per queue, the tags that carry a sampled

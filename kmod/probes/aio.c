@@ -529,6 +529,7 @@ static int kp_fs_read(struct kprobe *kp, struct pt_regs *regs)
 		}
 		return 0;
 	}
+	nvmetrace_uring_file_miss(iocb);
 	fs_task_claim(t);
 	t->iocb = NULL;
 	t->mapping = file->f_mapping;

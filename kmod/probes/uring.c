@@ -75,7 +75,9 @@
  * entry and its len the width of that window.  The return of a call that
  * waits for no CQE is probed only while a sampled CQE is pending (not per
  * command at QD 1, where fio's submissions are such calls), so a CQE that
- * such a call posts has its window from its posting, a little wider.
+ * such a call posts has its window from its posting, a little wider.  The
+ * return of a call that waits without submitting is probed only while a
+ * sampled command may be in flight (uring_inflight) or its CQE is pending.
  * Another thread of the process
  * could take the CQE from the ring while the task is in the kernel; that
  * window would then start too late (the threads share the ring's memory, not
@@ -192,6 +194,21 @@ static __always_inline bool uring_task_req(const struct uring_task *t, const voi
 	return READ_ONCE(t->task) == current;
 }
 
+/*
+ * The io_uring requests that may carry a sampled command and have not
+ * posted their CQE yet: a sampled read or write of a block device or file
+ * from its file submission (nvmetrace_uring_origin()), and, their command
+ * not known yet, every request punted to io-wq and every passthrough
+ * command from when the task hands them over.  Each leaves at its CQE
+ * (probe_complete()).  While it is empty (and no sampled CQE is pending), a
+ * call that waits for CQEs without submitting any cannot be handed a
+ * sampled one: its return is not probed.  Kept only while every hook that
+ * fills it or empties it runs (uring_gate; at 1 of 1 every command is
+ * sampled and the return is always probed).
+ */
+static struct nvmetrace_ptrset uring_inflight;
+static bool uring_gate __read_mostly;
+
 /* requests handed to io-wq, by sets of ways (uring_wq_core.h) */
 #define URING_WQ_SET_BITS	6
 static struct nvmetrace_uring_wq uring_wq[1 << URING_WQ_SET_BITS][NVMETRACE_URING_WQ_WAYS];
@@ -253,6 +270,20 @@ bool nvmetrace_uring_pt_setup(const void *ioucmd, u64 lba, u32 dev, u32 len, u8 
 	return true;
 }
 
+/*
+ * A read of a file, async, that missed the page cache: its bios may be
+ * submitted later, from task work retrying it while its task waits, so an
+ * io_uring request joins uring_inflight now, its command not known yet
+ */
+void nvmetrace_uring_file_miss(const void *req)
+{
+	u64 start;
+	bool sqpoll;
+
+	if (uring_gate && uring_task_req(uring_task(), req, &start, &sqpoll))
+		nvmetrace_ptrset_add(&uring_inflight, req);
+}
+
 void nvmetrace_uring_fs_keep(const void *req, u64 lba, u32 dev, u8 op)
 {
 	struct nvmetrace_uring_wq *w = nvmetrace_uring_wq_claim(uring_ptc_set(req), req);
@@ -297,8 +328,12 @@ static void probe_submit_req(void *data, struct io_kiocb *req)
 	/* every SQE of one io_uring_enter() call shares its entry time: no clock read */
 	start = enter ?: ktime_get_ns();
 	uring_task_own(t, enter, req, start, sqpoll);
-	if (unlikely(READ_ONCE(req->opcode) == IORING_OP_URING_CMD))
+	if (unlikely(READ_ONCE(req->opcode) == IORING_OP_URING_CMD)) {
 		uring_pt_taken(req, start, sqpoll);
+		/* its command is read by the driver, maybe after the wait began */
+		if (uring_gate)
+			nvmetrace_ptrset_add(&uring_inflight, req);
+	}
 }
 
 static void probe_queue_async(void *data, struct io_kiocb *req, int rw)
@@ -310,6 +345,9 @@ static void probe_queue_async(void *data, struct io_kiocb *req, int rw)
 
 	if (unlikely(!READ_ONCE(nvmetrace_emitting)))
 		return;
+	/* io-wq submits it later, maybe while its task waits */
+	if (uring_gate)
+		nvmetrace_ptrset_add(&uring_inflight, req);
 	now = ktime_get_ns();
 	if (!uring_task_req(t, req, &start, &sqpoll))
 		start = now;
@@ -330,12 +368,15 @@ bool nvmetrace_uring_origin(const struct kiocb *iocb, u64 *since, u16 *path,
 	if (uring_task_req(t, req, &start, &sqpoll)) {
 		*since = ktime_get_ns() - start;
 		*path = sqpoll ? NVMETRACE_URING_SQPOLL : 0;
+		if (uring_gate)
+			nvmetrace_ptrset_add(&uring_inflight, req);
 		return true;
 	}
 	if (!(current->flags & PF_IO_WORKER))
 		return false;
 	if (!nvmetrace_uring_wq_find(uring_wq_set(req), req, &start, &queued))
 		return false;
+	/* in the set since io_uring_queue_async_work */
 	now = ktime_get_ns();
 	*since = now - start;
 	*path = NVMETRACE_URING_IOWQ;
@@ -396,14 +437,9 @@ static __always_inline bool uring_is_rw(u8 opcode)
 	}
 }
 
-/*
- * io_uring_complete(ctx, req, ...): the arguments after the request changed
- * (upstream 6.10 passes the CQE instead of its fields), so only the first
- * two are taken; the result is read from the request.
- */
-static void probe_complete(void *data, void *ctxp, void *reqp)
+/* the CQE req posts to ctx: URING_CQE of a sampled command, which then waits for its reap */
+static __always_inline void uring_posted(const struct io_ring_ctx *ctx, const void *reqp)
 {
-	const struct io_ring_ctx *ctx = ctxp;
 	const struct io_kiocb *req = reqp;
 	const struct kiocb *iocb = reqp;
 	const struct file *file;
@@ -416,11 +452,6 @@ static void probe_complete(void *data, void *ctxp, void *reqp)
 	u32 dev;
 	u8 op, opcode;
 
-	if (unlikely(!READ_ONCE(nvmetrace_emitting)))
-		return;
-	/* a CQE of the ring's own (io_fill_cqe_aux(): poll, multishot) has no request */
-	if (!req)
-		return;
 	opcode = READ_ONCE(req->opcode);
 	res = req->cqe.res;
 	if (unlikely(opcode == IORING_OP_URING_CMD)) {
@@ -479,6 +510,28 @@ posted:
 	p->index = READ_ONCE(ctx->cached_cq_tail) - 1;
 	p->op = op;
 	smp_store_release(&p->task, current);	/* the fields, then task */
+}
+
+/*
+ * io_uring_complete(ctx, req, ...): the arguments after the request changed
+ * (upstream 6.10 passes the CQE instead of its fields), so only the first
+ * two are taken; the result is read from the request.
+ */
+static void probe_complete(void *data, void *ctxp, void *reqp)
+{
+	if (unlikely(!READ_ONCE(nvmetrace_emitting)))
+		return;
+	/* a CQE of the ring's own (io_fill_cqe_aux(): poll, multishot) has no request */
+	if (!reqp)
+		return;
+	uring_posted(ctxp, reqp);
+	/*
+	 * After its pending entry (uring_posted()): a sampled command is in
+	 * flight or pending at every instant (krp_enter_entry() reads them in
+	 * the other order)
+	 */
+	if (nvmetrace_ptrset_any(&uring_inflight))
+		nvmetrace_ptrset_del(&uring_inflight, reqp);
 }
 
 /* the CQ head of ring ctx, read without faulting; false: unreadable */
@@ -593,7 +646,7 @@ static int krp_enter_entry(struct kretprobe_instance *ri, struct pt_regs *regs)
 	struct pt_regs *uregs = (struct pt_regs *)regs_get_kernel_argument(regs, 0);
 	struct uring_enter *e = (struct uring_enter *)ri->data;
 	struct uring_task *t = uring_task();
-	bool pending;
+	bool pending, inflight;
 
 	if (unlikely(!READ_ONCE(nvmetrace_emitting)))
 		return 1;
@@ -605,6 +658,8 @@ static int krp_enter_entry(struct kretprobe_instance *ri, struct pt_regs *regs)
 	 * address), the third is min_complete: a call for none only submits.
 	 */
 	e->min_complete = (uregs->r10 & IORING_ENTER_GETEVENTS) ? (u32)uregs->dx : 0;
+	inflight = !uring_gate || nvmetrace_ptrset_any(&uring_inflight);
+	smp_rmb();	/* in flight, then pending: probe_complete() writes them the other way */
 	pending = atomic_read(&uring_pend_live.n) > 0;
 	if (pending)
 		uring_look();
@@ -616,9 +671,14 @@ static int krp_enter_entry(struct kretprobe_instance *ri, struct pt_regs *regs)
 	 * GETEVENTS and min_complete 0; one a command at QD 1): a sampled CQE
 	 * its task work posts is taken from the ring, after this return, and
 	 * its window starts when it was posted instead, a little wider; its
-	 * reap, the task's next io_uring_enter() entry, is the same.
+	 * reap, the task's next io_uring_enter() entry, is the same.  Nor for
+	 * a waiter while no sampled command is in flight or pending (fio's wait
+	 * at QD 1, at 1 of N): no sampled CQE can be posted before it returns,
+	 * unless the call submits it itself (the second argument, to_submit).
 	 */
-	return e->min_complete || pending ? 0 : 1;
+	if (pending || (e->min_complete && (inflight || uregs->si)))
+		return 0;
+	return 1;
 }
 
 static int krp_enter_return(struct kretprobe_instance *ri, struct pt_regs *regs)
@@ -664,6 +724,8 @@ static void uring_hooks_reset(void)
 	memset(uring_ptc, 0, sizeof(uring_ptc));
 	memset(uring_pend, 0, sizeof(uring_pend));
 	atomic_set(&uring_pend_live.n, 0);
+	nvmetrace_ptrset_clear(&uring_inflight);
+	uring_gate = false;
 }
 
 #ifdef NVMETRACE_HAVE_URING_SUBMIT_REQ
@@ -684,8 +746,36 @@ static struct nvmetrace_hook uring_hooks[] = {
 	  NVMETRACE_ROLE_HOST, probe_complete },
 };
 
+/* whether hook name of group g runs */
+static bool uring_hook_runs(const struct nvmetrace_hook_group *g, const char *name)
+{
+	unsigned int i;
+
+	for (i = 0; i < g->nr; i++)
+		if (g->rows[i].name && !strcmp(g->rows[i].name, name))
+			return nvmetrace_hook_runs(&g->rows[i]);
+	return false;
+}
+
+/*
+ * START, hooks attached, nothing emitted yet: the in-flight gate holds only
+ * while every hook that fills uring_inflight or empties it runs (all of
+ * them built in: they stay so for the recording), and not at 1 of 1
+ */
+static void uring_hooks_attached(void)
+{
+	WRITE_ONCE(uring_gate,
+		   nvmetrace_sample_threshold != U64_MAX &&
+		   uring_hook_runs(&nvmetrace_uring_hooks, URING_SUBMIT_TP) &&
+		   uring_hook_runs(&nvmetrace_uring_hooks, "io_uring_queue_async_work") &&
+		   uring_hook_runs(&nvmetrace_uring_hooks, "io_uring_complete") &&
+		   uring_hook_runs(&nvmetrace_aio_hooks, "blkdev_read_iter") &&
+		   uring_hook_runs(&nvmetrace_aio_hooks, "blkdev_write_iter"));
+}
+
 struct nvmetrace_hook_group nvmetrace_uring_hooks = {
 	.rows = uring_hooks,
 	.nr = ARRAY_SIZE(uring_hooks),
 	.reset = uring_hooks_reset,
+	.attached = uring_hooks_attached,
 };

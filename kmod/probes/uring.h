@@ -34,4 +34,11 @@ bool nvmetrace_uring_pt_setup(const void *ioucmd, u64 lba, u32 dev, u32 len, u8 
  */
 void nvmetrace_uring_fs_keep(const void *req, u64 lba, u32 dev, u8 op);
 
+/*
+ * An async read of a file that missed the page cache (probes/aio.c): if req
+ * is the current task's io_uring request, it may be sampled later (its
+ * bios submitted from task work, while the task waits in io_uring_enter()).
+ */
+void nvmetrace_uring_file_miss(const void *req);
+
 #endif

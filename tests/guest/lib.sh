@@ -284,14 +284,16 @@ run_fio() {
 	fio --name="$name" --output-format=json --output="$RESULTS/$name.json" "$@" \
 		>"$RESULTS/$name.log" 2>&1
 }
-# fio_job_recorded NAME DEV FIO-ARGS...: one recording (both roles, every command) of one
-# 2-second fio job on /dev/DEV (O_DIRECT) into $RESULTS/NAME/rec.ntr; the job's FIO-ARGS go
-# to $RESULTS/NAME/fio-args and NAME to $RESULTS/jobs, for the scenario's host-side check
+# fio_job_recorded NAME DEV FIO-ARGS...: one recording (both roles, every command; REC_SAMPLE=N:
+# 1 of N) of one 2-second fio job on /dev/DEV (O_DIRECT) into $RESULTS/NAME/rec.ntr; the job's
+# FIO-ARGS go to $RESULTS/NAME/fio-args and NAME to $RESULTS/jobs (REC_JOBS: another list), for
+# the scenario's host-side check
 fio_job_recorded() {
 	local name=$1 dev=$2 d=$RESULTS/$1 rec
 	shift 2
 	mkdir -p "$d"
-	"$NVMETRACE_BIN" record -r host -r target -s 1 -o "$d/rec.ntr" >"$d/record.out" 2>&1 &
+	"$NVMETRACE_BIN" record -r host -r target -s "${REC_SAMPLE:-1}" -o "$d/rec.ntr" \
+		>"$d/record.out" 2>&1 &
 	rec=$!
 	recorder_wait "$d/record.out" "$name"
 	run_fio "$name" --filename="/dev/$dev" --direct=1 --time_based --runtime=2 --size=256m "$@" ||
@@ -299,7 +301,7 @@ fio_job_recorded() {
 	kill -INT $rec
 	wait $rec || { cat "$d/record.out"; fail "$name: record failed"; }
 	printf '%s\n' "$@" >"$d/fio-args"
-	echo "$name" >>"$RESULTS/jobs"
+	echo "$name" >>"$RESULTS/${REC_JOBS:-jobs}"
 }
 # run_fio_bg NAME FIO-ARGS...: start fio in the background, its pid in FIO_PID;
 # fio_stop: SIGTERM it (fio finishes cleanly and writes its JSON), return its exit status

@@ -2,11 +2,12 @@
 # 35-accuracy: nvmetrace against fio on nvme-tcp (loopback, null_blk target), one guest
 # holding both roles, for each of fio's engines: libaio (randread and randwrite, 4 KiB and 64
 # KiB, QD1 and QD8, recorded at 1-of-1 and 1-of-10); io_uring (QD1 and QD16, with and without
-# registered files and fixed buffers), psync, pvsync2 and NVMe passthrough (io_uring_cmd on
-# /dev/ngXnY) at 4 KiB, every command; and O_DIRECT reads of a file on XFS (libaio at QD1 and
-# QD8, psync), on a second, memory-backed namespace, the file's offsets mapped to the disk's
-# (tests/guest/fiemap.py). The sampled commands are exactly fio's I/Os that the
-# sampling predicate picks (checked against fio's per-I/O latency log), host and target
+# registered files and fixed buffers; reads at QD1 at 1-of-10 too), psync, pvsync2 and NVMe
+# passthrough (io_uring_cmd on /dev/ngXnY) at 4 KiB, every command; and O_DIRECT reads of a
+# file on XFS (libaio at QD1 and QD8, psync), on a second, memory-backed namespace, the
+# file's offsets mapped to the disk's (tests/guest/fiemap.py). The sampled commands are
+# exactly fio's I/Os that the sampling predicate picks (checked against fio's per-I/O latency
+# log), host and target
 # sampled the same commands, every command has all its events in order (from the submitting
 # system call's entry to the reaping call's return), the stages add up to end to end, and the
 # end-to-end mean agrees with fio's total latency (lat) within 2 % once the two parts of lat
@@ -272,12 +273,14 @@ fs_setup() {
 
 # The cells, "ENGINE RW BS QD S [FIO-ARGS...]"; those of one engine, op and size follow each
 # other (one calibration serves them). Each engine of fio's but libaio at 4 KiB, every command:
-# io_uring at QD1 and QD16, with and without registered files and fixed buffers; the
-# synchronous engines; NVMe passthrough. libaio at 4 and 64 KiB, QD1 and QD8, every command and
-# 1 of 10. Last, "xfs:ENGINE": O_DIRECT reads of a file on XFS (fs_setup) with libaio at QD1
-# and QD8 and psync, every command.
+# io_uring at QD1 and QD16, with and without registered files and fixed buffers (and its QD1
+# reads at 1 of 10: the waiting call's return probed only while a sampled command is in
+# flight); the synchronous engines; NVMe passthrough. libaio at 4 and 64 KiB, QD1 and QD8,
+# every command and 1 of 10. Last, "xfs:ENGINE": O_DIRECT reads of a file on XFS (fs_setup)
+# with libaio at QD1 and QD8 and psync, every command.
 CELLS=("io_uring randread 4k 1 1" "io_uring randread 4k 1 1 --fixedbufs=1 --registerfiles=1"
-	"io_uring randread 4k 16 1" "io_uring randread 4k 16 1 --fixedbufs=1 --registerfiles=1"
+	"io_uring randread 4k 1 10" "io_uring randread 4k 16 1"
+	"io_uring randread 4k 16 1 --fixedbufs=1 --registerfiles=1"
 	"io_uring randwrite 4k 1 1" "io_uring randwrite 4k 16 1"
 	"psync randread 4k 1 1" "psync randwrite 4k 1 1" "pvsync2 randread 4k 1 1"
 	"io_uring_cmd randread 4k 1 1" "io_uring_cmd randwrite 4k 16 1")
@@ -301,7 +304,8 @@ for c in "${CELLS[@]}"; do
 	fi
 	b=$(numfmt --from=iec "${bs^^}")
 	samplings=1
-	[ "$engine" != libaio ] || samplings="1 10"
+	# the edges at 1 of 10 too where a cell of these records at 1 of 10
+	case "$engine $rw" in libaio\ *|"io_uring randread") samplings="1 10" ;; esac
 	if [ "$calibrated" != "$FSFILE$engine $rw $bs" ]; then
 		tries=0
 		calibrate "$engine" "$rw" "$bs" "$b" "$samplings"

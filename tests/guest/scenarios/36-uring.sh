@@ -2,7 +2,8 @@
 # 36-uring: fio's io_uring engine on the nvme-tcp namespace (loopback, both roles recorded, every
 # command): inline issue at QD1 and QD16, registered files and fixed buffers, IOSQE_ASYNC (the
 # io-wq path) and SQPOLL, and NVMe passthrough (fio's io_uring_cmd engine on /dev/ngXnY) at QD1 and
-# QD16. Every fio I/O is one reported command of its io_uring path; each
+# QD16, and io-wq and passthrough again at 1 of 4. Every fio I/O is one reported command of its
+# io_uring path (at 1 of 4, a quarter of them); each
 # group says what its end to end spans; the inline and io-wq groups start at the io_uring_enter()
 # entry and end where user space took the CQE: the io_uring_enter() return that handed it over,
 # or, taken from the mapped CQ ring, the next entry (seen by the ring's head), so an inline job's
@@ -32,3 +33,10 @@ job uring-randread-4k-qd1-sqpoll --rw=randread --bs=4k --iodepth=1 --sqthread_po
 cmd() { fio_job_recorded "$1" "ng${dev#nvme}" --ioengine=io_uring_cmd --cmd_type=nvme --direct=0 "${@:2}"; }
 cmd uring-cmd-randread-4k-qd1 --rw=randread --bs=4k --iodepth=1
 cmd uring-cmd-randwrite-16k-qd16 --rw=randwrite --bs=16k --iodepth=16
+# 1 of 4 at QD1, where fio waits for each CQE in a call of its own, whose return is probed only
+# while a sampled command may be in flight: through io-wq (known at the punt) and passthrough
+# (known at the SQE); 36-uring.check: a quarter of the I/Os, each reaped at that return
+export REC_SAMPLE=4 REC_JOBS=sampled-jobs
+job uring-randread-4k-qd1-async-1of4 --rw=randread --bs=4k --iodepth=1 --force_async=1
+cmd uring-cmd-randread-4k-qd1-1of4 --rw=randread --bs=4k --iodepth=1
+unset REC_SAMPLE REC_JOBS
