@@ -246,8 +246,10 @@ scale = speed if qd == 1 else 1.0
 back = sum(1 for x in kept if not x[3]) / len(kept)
 # fio's io_uring engine at QD1 waits for each CQE in a call of its own: the CQE is handed over at
 # that call's return (at 1 of N too, where the return is probed only while a sampled command is
-# in flight); a few taken from the ring at most (99.8 % or more at a return at 1 of 1)
-if engine == "io_uring" and qd == 1 and back < 0.98:
+# in flight); one posted before fio waits is taken from the ring (0-0.2 % of them in this
+# scenario's runs at 1 of 1, 1-8 % in 36-uring's on a loaded machine); with the wait's return
+# unprobed, all of them are
+if engine == "io_uring" and qd == 1 and back < 0.9:
     fail("io_uring at QD1: only %.1f %% of the sampled commands reaped at a system call's return"
          " (the rest from the CQ ring): the waiting call's return missed them" % (100 * back))
 ratio_noedges = (e2e_k + back * scale * fio_own_us) / lat_k

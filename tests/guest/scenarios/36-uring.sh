@@ -35,7 +35,8 @@ cmd uring-cmd-randread-4k-qd1 --rw=randread --bs=4k --iodepth=1
 cmd uring-cmd-randwrite-16k-qd16 --rw=randwrite --bs=16k --iodepth=16
 # 1 of 4 at QD1, where fio waits for each CQE in a call of its own, whose return is probed only
 # while a sampled command may be in flight: through io-wq (known at the punt) and passthrough
-# (known at the SQE); 36-uring.check: a quarter of the I/Os, each reaped at that return
+# (known at the SQE); 36-uring.check: a quarter of the I/Os, reaped at that return (a CQE posted
+# before fio waits is taken from the ring: at most a quarter of them)
 export REC_SAMPLE=4 REC_JOBS=sampled-jobs
 job uring-randread-4k-qd1-async-1of4 --rw=randread --bs=4k --iodepth=1 --force_async=1
 cmd uring-cmd-randread-4k-qd1-1of4 --rw=randread --bs=4k --iodepth=1
